@@ -1,0 +1,10 @@
+"""msprof_py: collect, parse and export Ascend NPU profiles in msprof's own on-disk format.
+
+Stages import one way: ``runtime`` <- ``collect``; ``raw`` (record layouts) is shared by
+``collect`` and ``parse``; ``export`` reads only the parsed session; ``cli`` sits on top.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,3 @@
+from msprof_py.cli import main
+
+main()

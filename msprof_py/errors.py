@@ -1,0 +1,83 @@
+"""One exception root for everything msprof_py reports to a user.
+
+The CLI maps :class:`MsprofError` to a one-line message and a non-zero exit code; it never
+shows a traceback for these.  Recoverable problems are *not* exceptions: they go into a
+:class:`WarningLog` and are printed once at the end of a command.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+class MsprofError(Exception):
+    """Base class: a problem the user can act on.  ``str(err)`` is the whole message."""
+
+    exit_code: int = 1
+
+
+class InvalidParamError(MsprofError):
+    """A bad option value or combination (msprof's ProfException code 1)."""
+
+    exit_code = 1
+
+
+class InvalidPathError(MsprofError):
+    """A path that does not exist, is not a PROF directory, or cannot be written (code 2)."""
+
+    exit_code = 2
+
+
+class DataError(MsprofError):
+    """Raw data that cannot be used at all (code 8)."""
+
+    exit_code = 8
+
+
+class CorruptRecordError(DataError):
+    """A binary record that fails validation.
+
+    Args:
+        path: the raw file (for records that straddle slices: the slice holding the record start).
+        offset: byte offset of the record inside ``path``.
+        reason: what is wrong, e.g. ``"bad magic 0x1234"``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], offset: int, reason: str) -> None:
+        self.path = os.fspath(path)
+        self.offset = offset
+        self.reason = reason
+        super().__init__(f"{self.path}: byte {offset}: {reason}")
+
+
+class StepTraceError(MsprofError):
+    """Iteration selection that does not exist in the data (code 9)."""
+
+    exit_code = 9
+
+
+class WorkloadError(MsprofError):
+    """An unknown workload, a malformed graph file, or a user script that failed."""
+
+    exit_code = 1
+
+
+@dataclass
+class WarningLog:
+    """Warnings collected while working, printed once at the end (deduplicated, in order)."""
+
+    messages: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        if message not in self.messages:
+            self.messages.append(message)
+
+    def extend(self, other: "WarningLog") -> None:
+        for m in other.messages:
+            self.warn(m)
+
+    def __bool__(self) -> bool:
+        return bool(self.messages)
+
+    def __iter__(self):
+        return iter(self.messages)

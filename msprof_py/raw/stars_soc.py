@@ -1,0 +1,70 @@
+"""STARS ACSQ task logs: 64-byte device records in ``stars_soc.data.{dev}.slice_N``.
+
+Word 0 (u16) packs ``func_type`` bits [5:0] (0 = ACSQ start, 1 = ACSQ end), ``cnt`` bits [9:6]
+and the SQE ``task_type`` bits [15:10].  ``timestamp`` is the device syscnt (hwts clock).
+Layout (fmt ``4HQHH11L``): word0, resv, stream_id, task_id, timestamp, acc/acsq id, resv, 11 x u32.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from msprof_py.raw.common import packed_dtype
+
+FILE_TAG = "stars_soc.data"
+RECORD_SIZE = 64
+DTYPE = packed_dtype(
+    [
+        ("word0", "<u2", 0),
+        ("resv0", "<u2", 2),
+        ("stream_id", "<u2", 4),
+        ("task_id", "<u2", 6),
+        ("timestamp", "<u8", 8),
+        ("acc_id", "<u2", 16),  # low 6 bits acc id, bits 6..12 acsq id
+        ("resv1", "<u2", 18),
+        ("resv2", ("<u4", (11,)), 20),
+    ],
+    RECORD_SIZE,
+)
+FUNC_ACSQ_START = 0
+FUNC_ACSQ_END = 1
+FUNC_FFTS_START = 0b100010
+FUNC_FFTS_END = 0b100011
+
+SQE_TYPES: dict[int, str] = {
+    0: "AI_CORE", 1: "AI_CPU", 2: "AIV_SQE", 3: "PLACE_HOLDER_SQE", 4: "EVENT_RECORD_SQE",
+    5: "EVENT_WAIT_SQE", 6: "NOTIFY_RECORD_SQE", 7: "NOTIFY_WAIT_SQE", 8: "WRITE_VALUE_SQE",
+    9: "VQ6_SQE", 10: "TOF_SQE", 11: "SDMA_SQE", 12: "VPC_SQE", 13: "JPEGE_SQE", 14: "JPEGD_SQE",
+    15: "DSA_SQE", 16: "ROCCE_SQE", 17: "PCIE_DMA_SQE", 18: "HOST_CPU_SQE", 19: "CDQM_SQE",
+    20: "C_CORE_SQE",
+}
+SQE_TYPE_IDS: dict[str, int] = {v: k for k, v in SQE_TYPES.items()}
+
+
+def pack_word0(func_type: np.ndarray | int, cnt: np.ndarray | int, task_type: np.ndarray | int) -> np.ndarray:
+    """Vectorised ``func_type | cnt << 6 | task_type << 10`` as uint16."""
+    return (np.asarray(func_type, np.uint16) & 0x3F) | ((np.asarray(cnt, np.uint16) & 0xF) << 6) | (
+        (np.asarray(task_type, np.uint16) & 0x3F) << 10)
+
+
+def func_type(word0: np.ndarray) -> np.ndarray:
+    return word0 & 0x3F
+
+
+def sqe_type(word0: np.ndarray) -> np.ndarray:
+    return word0 >> 10
+
+
+def physical_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decode (stream id, task id) as msprof does with expandStatus 0 (see stars_common.h rules).
+
+    bit 12 of the raw stream id set: stream = raw % 2048, task = (task & 0x1FFF) | (stream & 0xE000);
+    else bit 13 set: stream = task & 0x0FFF, task = (stream & 0x0FFF) | (task & 0xF000);
+    else stream = raw % 2048, task = raw task.
+    """
+    s = np.asarray(stream_raw, np.uint16)
+    t = np.asarray(task_raw, np.uint16)
+    b12 = (s & 0x1000) != 0
+    b13 = ~b12 & ((s & 0x2000) != 0)
+    stream = np.where(b13, t & 0x0FFF, s) % 2048
+    task = np.where(b12, (t & 0x1FFF) | (s & 0xE000), np.where(b13, (s & 0x0FFF) | (t & 0xF000), t))
+    return stream.astype(np.uint16), task.astype(np.uint16)
