@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
                             end_sim_ns=info.end_sim_ns, spec=info.spec)
     except ScriptFailed as failed:
         return failed.code
+    except KeyboardInterrupt:
+        print("msprof-py: interrupted; no PROF directory written", file=sys.stderr)
+        return 130
     except MsprofError as err:
         print(f"msprof-py: error: {err}", file=sys.stderr)
         return err.exit_code
