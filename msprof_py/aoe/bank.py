@@ -110,6 +110,9 @@ def repo_key(signature: Mapping[str, Any]) -> str:
     canon = json.dumps(signature, sort_keys=True, separators=(",", ":"), default=str)
     return str(int.from_bytes(hashlib.sha256(canon.encode()).digest()[:8], "big"))
 
+_UMASK = os.umask(0o022)  # read the process umask once (os.umask can only be read by setting it)
+os.umask(_UMASK)
+
 
 def _safe_name(op_type: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", op_type) or "_"
@@ -249,6 +252,7 @@ class Bank:
         tmp = None
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.directory)
+            os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; these files are as shareable as any other
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, path)
@@ -256,3 +260,14 @@ class Bank:
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
             raise InvalidPathError(f"{path}: cannot write the custom repository ({err.strerror})") from None
+
+
+def load_tuning(target: Any, **kwargs: Any) -> dict[str, Any]:
+    """``tuning`` (op name -> runtime TuneChoice) for ``target`` from the custom repositories.
+
+    See :func:`msprof_py.aoe.apply.tuned_build` (which also returns the fused workload to run
+    when the subgraph bank fuses ops).
+    """
+    from msprof_py.aoe.apply import load_tuning as _load_tuning
+
+    return _load_tuning(target, **kwargs)
