@@ -25,6 +25,9 @@ DTYPE = packed_dtype(
     ],
     RECORD_SIZE,
 )
+# bytes 2..3 of every STARS log (``resv0`` above) hold this magic number; msprof's parsers
+# (msparser/stars/stars_log_parser.py, csrc .../stars_soc_parser.cpp) drop a log without it
+MAGIC = 0x6BD3
 FUNC_ACSQ_START = 0
 FUNC_ACSQ_END = 1
 FUNC_FFTS_START = 0b100010
