@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from msprof_py.collect.options import load_options
-from msprof_py.collect.session import CollectResult, collect
+from msprof_py.collect.session import CollectResult, collect, ensure_output
 from msprof_py.errors import InvalidParamError, WarningLog, WorkloadError
 from msprof_py.raw import files
 
@@ -45,14 +45,16 @@ def run_collect(req: CollectRequest, warnings: WarningLog) -> CollectResult:
     if output is None:
         raise InvalidParamError("no output directory: pass --output or set \"output\" in --options")
     slice_bytes = req.slice_bytes or files.DEFAULT_SLICE_BYTES
+    ensure_output(Path(output))  # fail before any work is done
     if req.command:
         return _run_script(req, output, slice_bytes, warnings)
     from msprof_py.runtime import workloads
 
+    params = {} if req.batch_size is None else {"batch": req.batch_size}
     if req.graph_file:
-        target = workloads.load_graph_file(req.graph_file)  # raises WorkloadError naming the file
+        target = workloads.load_graph_file(req.graph_file, **params)  # WorkloadError naming the file
     else:
-        target = workloads.resolve(req.workload, batch_size=req.batch_size)  # WorkloadError lists names
+        target = workloads.get_workload(req.workload, **params)  # WorkloadError lists the valid names
     return collect(target, output=output, options=opts, devices=req.devices, iterations=req.iterations,
                    seed=req.seed, fixed_clock=req.fixed_clock, slice_bytes=slice_bytes, warnings=warnings)
 
@@ -67,9 +69,6 @@ def _run_script(req: CollectRequest, output: str, slice_bytes: int, warnings: Wa
     script = Path(argv[0])
     if not script.is_file():
         raise WorkloadError(f"user script {script} does not exist")
-    from msprof_py.collect.session import _ensure_output
-
-    _ensure_output(Path(output))
     with tempfile.TemporaryDirectory(prefix="msprof_py_boot_") as tmp:
         result_file = Path(tmp) / "result.json"
         cmd = [sys.executable, "-m", "msprof_py.collect.bootstrap", "--output", str(output),

@@ -101,6 +101,9 @@ class CollectorHooks:
         device_id = int(device_id)
         self.device_ids.add(device_id)
         records = self._filter_device(tag, as_layout(tag, records))
+        if records is not None and tag == stars_soc.FILE_TAG and (records["resv0"] != stars_soc.MAGIC).any():
+            records = records.copy()  # never change the caller's array
+            records["resv0"] = stars_soc.MAGIC  # the device stamps every log with it
         if records is None or records.size == 0:
             return
         key = (device_id, tag)

@@ -128,29 +128,29 @@ def end_info(run: RunInfo) -> dict[str, str]:
 def write_metadata(root: Path, run: RunInfo, options: ProfilingOptions) -> None:
     """Write the metadata files of ``host/`` and every ``device_{id}/`` under ``root``."""
     clock = run.clock
-    host_log = format_host_start(StartLog(clock.monotonic_start_ns, clock.host_cntvct_start, 0))
-    sample = dump_json(options.sample_json(run.device_ids))
+    sync = StartLog(clock.monotonic_start_ns, clock.host_cntvct_start, 0, clock.wall_start_us * 1000)
     start, end = dump_json(start_info(run)), dump_json(end_info(run))
 
     host = root / files.HOST_DIR
     host.mkdir(parents=True, exist_ok=True)
     (host / "data").mkdir(exist_ok=True)
     _write(host / "info.json", dump_json(info_json(run, None)))
-    _write(host / "sample.json", sample)
+    # sample.json "devices" tells msprof which side a dir is: 64 = host (its HOST_ID)
+    _write(host / "sample.json", dump_json(options.sample_json([files.HOST_DEVICE_ID])))
     _write(host / "start_info", start)
     _write(host / "end_info", end)
-    _write(host / "host_start.log", host_log)
+    _write(host / "host_start.log", format_host_start(sync))
 
     for dev in run.device_ids:
         d = root / files.device_dir_name(dev)
         (d / "data").mkdir(parents=True, exist_ok=True)
         _write(d / f"info.json.{dev}", dump_json(info_json(run, dev)))
-        _write(d / "sample.json", sample)
+        _write(d / "sample.json", dump_json(options.sample_json([dev])))
         _write(d / f"start_info.{dev}", start)
         _write(d / f"end_info.{dev}", end)
-        _write(d / f"host_start.log.{dev}", host_log)
-        _write(d / f"dev_start.log.{dev}",
-               format_dev_start(StartLog(clock.monotonic_start_ns, clock.device_syscnt_start)))
+        _write(d / f"host_start.log.{dev}", format_host_start(sync, f"Device{dev}"))
+        _write(d / f"dev_start.log.{dev}", format_dev_start(
+            StartLog(clock.monotonic_start_ns, clock.device_syscnt_start, 0, clock.wall_start_us * 1000)))
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -67,7 +67,7 @@ class ProfileSession:
     def __post_init__(self) -> None:
         self.clock = SimClock.create(self.spec.host_cpu_frequency_mhz, self.spec.hwts_frequency_mhz,
                                      self.fixed_clock)
-        _ensure_output(self.output)
+        ensure_output(self.output)
         self.tmp_dir = self.output / f"{TMP_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
         try:
             self.tmp_dir.mkdir()
@@ -187,7 +187,7 @@ def collect(target: Any, *, output: str | os.PathLike[str] | None = None,
     return session.result
 
 
-def _ensure_output(output: Path) -> None:
+def ensure_output(output: Path) -> None:
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as err:

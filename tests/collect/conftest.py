@@ -25,7 +25,7 @@ def _sim() -> Sim:
         from tests.collect.fake_sim import fake_run
 
         return Sim(fake_run, "tiny", False)
-    return Sim(run, workloads.resolve("resnet50"), True)
+    return Sim(run, workloads.get_workload("resnet50", batch=4), True)
 
 
 @pytest.fixture(scope="session")

@@ -53,6 +53,7 @@ def test_every_device_task_has_its_acsq_start_end_pair(collected: CollectResult)
         starts, ends = acsq(collected.prof_dir, dev)
         t = truth[truth["device_id"] == dev]
         assert len(starts) == len(ends) == len(t)
+        assert (starts["resv0"] == stars_soc.MAGIC).all() and (ends["resv0"] == stars_soc.MAGIC).all()
         for logs, col in ((starts, "start_syscnt"), (ends, "end_syscnt")):
             stream, task = stars_soc.physical_ids(logs["stream_id"], logs["task_id"])
             got = pd.DataFrame({"s": stream, "t": task, "ts": logs["timestamp"]}).sort_values(["s", "t", "ts"])
@@ -170,12 +171,15 @@ def test_metadata_formats(collected: CollectResult) -> None:
     assert float(dinfo["hwts_frequency"]) == collected.sim.spec.hwts_frequency_mhz
     assert info["pid"] == str(collected.sim.pid) and info["platform_version"] == collected.sim.spec.platform_version
     sample = orjson.loads((prof / "device_1" / "sample.json").read_bytes())
-    assert sample["devices"] == "0,1" and sample["ai_core_metrics"] == "PipeUtilization"
+    assert sample["devices"] == "1" and sample["ai_core_metrics"] == "PipeUtilization"
     host_log = (prof / "host" / "host_start.log").read_text().splitlines()
     assert host_log[0] == "[Host]" and [ln.split(":")[0] for ln in host_log[1:]] == [
-        "clock_monotonic_raw", "cntvct", "cntvct_diff"]
+        "clock_realtime", "clock_monotonic_raw", "cntvct", "cntvct_diff"]
+    # msprof's older time-sync parser wants a [Device{N}] section in device_N/host_start.log.N
+    assert (prof / "device_1" / "host_start.log.1").read_text().startswith("[Device1]\n")
     dev_log = (prof / "device_0" / "dev_start.log.0").read_text().splitlines()
-    assert [ln.split(":")[0] for ln in dev_log] == ["clock_monotonic_raw", "cntvct"]
+    assert [ln.split(":")[0] for ln in dev_log] == ["clock_realtime", "clock_monotonic_raw", "cntvct"]
+    assert orjson.loads((prof / "host" / "sample.json").read_bytes())["devices"] == "64"
     start = orjson.loads((prof / "device_0" / "start_info.0").read_bytes())
     end = orjson.loads((prof / "device_0" / "end_info.0").read_bytes())
     assert int(end["collectionTimeEnd"]) > int(start["collectionTimeBegin"])
