@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
+from msprof_py.parse import cats
 from msprof_py.parse.calltree import CallTree
 from msprof_py.parse.flip import compute_batch_id
 from msprof_py.parse.meta import ResultDir
@@ -137,7 +138,7 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     ctx = context_id_info.decode(parts(raw_ctx.FILE_TAG, raw_ctx.DTYPE), dicts)
     ctx_api = tree.attach(LEVEL_NODE, _codes_in(threads, ctx["thread_id"]), ticks.to_local_ns(ctx["timestamp"]))
 
-    task_type_names = np.asarray(tt["task_type"], dtype=object)
+    host_type = tt["task_type"]
     n = len(t_time)
     tasks = pd.DataFrame({
         "device_id": tt["device_id"].astype(np.int64),
@@ -145,7 +146,7 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
         "task_id": tt["task_id"].astype(np.int64),
         "batch_id": batch,
         "timestamp": t_time,
-        "host_task_type": tt["task_type"],
+        "host_task_type": host_type,
         "kernel_name": tt["kernel_name"],
         "model_id": model_id.astype(np.int64),
         "request_id": request_id.astype(np.int64),
@@ -155,36 +156,33 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
         "runtime_api": own_rt,
         "thread_id": tt["thread_id"].astype(np.int64),
     })
-    for col, default in (("op_name", None), ("op_type", "N/A"), ("task_type", None), ("op_state", "N/A"),
+    has_node = node_api >= 0
+    for col, default in (("op_name", "\0"), ("op_type", "N/A"), ("task_type", "\0"), ("op_state", "N/A"),
                          ("block_num", 0), ("mix_block_num", 0), ("hf32_eligible", "N/A"),
                          *((f, "N/A") for f in tensor_info.FIELDS)):
         src = node_info[col]
-        has = node_api >= 0
-        vals = np.empty(n, dtype=object if default is None or isinstance(default, str) else np.int64)
-        if default is not None:
-            vals[:] = default
-        idx = np.where(has, src.index_of(np.maximum(node_api, 0)), -1) if n else np.zeros(0, np.int64)
-        ok = idx >= 0
-        if ok.any():
+        idx = np.where(has_node, src.index_of(np.maximum(node_api, 0)), -1) if n else np.zeros(0, np.int64)
+        if isinstance(src.values, pd.Categorical):
+            tasks[col] = cats.take(src.values, idx, default)
+        else:
+            vals = np.full(n, default, np.int64)
+            ok = idx >= 0
             vals[ok] = src.values[idx[ok]]
-        tasks[col] = vals
-    # op name: ctx-id record's op name, else Node API item_id; only kernel tasks carry op info
-    node_item = np.asarray(item, dtype=object)
-    op_name = tasks["op_name"].to_numpy(dtype=object, copy=True)
-    miss = pd.isna(op_name) & (node_api >= 0)
-    op_name[miss] = node_item[node_api[miss]]
-    hccl_sel = hccl_api >= 0
-    op_name[hccl_sel & (node_api < 0)] = node_item[hccl_api[hccl_sel & (node_api < 0)]]
-    tasks["op_name"] = op_name
-    tt_type = tasks["task_type"].to_numpy(dtype=object, copy=True)
-    miss = pd.isna(tt_type)
-    tt_type[miss] = [RTS_TO_GE.get(t, "N/A") if na else "N/A" for t, na in zip(task_type_names[miss], (node_api >= 0)[miss])]
-    tasks["task_type"] = tt_type
-    kernel_like = pd.Series(task_type_names).str.startswith("KERNEL_").to_numpy() | np.isin(
-        task_type_names, ["FFTS_PLUS", "STARS_COMMON"])
-    has_info = kernel_like & ((node_api >= 0) | (hccl_api >= 0))
-    tasks["has_op_info"] = has_info
-    tasks = _expand_contexts(tasks, task_type_names, ctx, ctx_api)
+            tasks[col] = vals
+    # op name: the node_basic_info name, else the Node API's item_id, else the HCCL API's
+    missing = np.asarray(tasks["op_name"].cat.codes) == list(tasks["op_name"].cat.categories).index("\0")
+    fallback_api = np.where(has_node, node_api, hccl_api)
+    tasks["op_name"] = cats.where(~missing, tasks["op_name"].array, cats.take(item, fallback_api, "N/A"))
+    # GE task type, else the runtime type mapped as msprof's RTS_TASK_TYPE_MAP (only under a Node)
+    tt_cat = tasks["task_type"].array
+    missing = np.asarray(tt_cat.codes) == list(tt_cat.categories).index("\0")
+    mapped = cats.from_codes(np.asarray(host_type.codes),
+                             [RTS_TO_GE.get(c, "N/A") for c in host_type.categories])
+    mapped = cats.where(has_node, mapped, cats.const("N/A", n))
+    tasks["task_type"] = cats.where(~missing, tt_cat, mapped)
+    kernel_like = cats.label_mask(host_type, lambda c: c.startswith("KERNEL_") or c in ("FFTS_PLUS", "STARS_COMMON"))
+    tasks["has_op_info"] = kernel_like & (has_node | (hccl_api >= 0))
+    tasks = _expand_contexts(tasks, host_type, ctx, ctx_api)
 
     comm_ops, hccl_infos = _communication(parts, dicts, ticks, tree, threads, a, item, model_of_api)
     mem = simple.memcpy_info(parts(raw_memcpy.FILE_TAG, raw_memcpy.DTYPE), dicts)
@@ -233,24 +231,21 @@ def _node_info(parts, dicts, ticks, tree: CallTree, threads) -> dict[str, _Looku
         last = np.r_[keys[1:] != keys[:-1], True] if len(keys) else np.zeros(0, bool)
         rows = idx[order][last]
         for name, col in cols.items():
-            out[name] = _Lookup(keys[last], np.asarray(col, dtype=object)[rows] if col.dtype == object or
-                                isinstance(col, pd.Categorical) else np.asarray(col)[rows])
+            out[name] = _Lookup(keys[last], col[rows] if isinstance(col, pd.Categorical) else np.asarray(col)[rows])
 
-    table(nb_api, {"op_name": np.asarray(nb["op_name"], dtype=object), "op_type": np.asarray(nb["op_type"], dtype=object),
-                   "task_type": np.asarray(nb["task_type"], dtype=object), "op_state": nb["op_state"].astype(object),
-                   "block_num": nb["block_num"], "mix_block_num": nb["mix_block_num"],
-                   "hf32_eligible": nb["hf32_eligible"].astype(object)})
+    table(nb_api, {k: nb[k] for k in ("op_name", "op_type", "task_type", "op_state", "block_num", "mix_block_num",
+                                      "hf32_eligible")})
     table(ti_api, {f: ti[f] for f in tensor_info.FIELDS})
     return out
 
 
-def _expand_contexts(tasks: pd.DataFrame, type_names: np.ndarray, ctx: dict, ctx_api: np.ndarray) -> pd.DataFrame:
+def _expand_contexts(tasks: pd.DataFrame, host_type: pd.Categorical, ctx: dict, ctx_api: np.ndarray) -> pd.DataFrame:
     """One row per context id: node ctx ids (+ "0" for MIX) + 4294967295 for white-listed
     kernel types; other tasks keep the single default context 4294967295."""
     n = len(tasks)
     task_idx = [np.arange(n)]
     ctx_vals = [np.full(n, INVALID_U32, np.int64)]
-    white = np.isin(type_names, CTX_TASK_TYPES)
+    white = cats.isin(host_type, CTX_TASK_TYPES)
     node_api = tasks["node_api"].to_numpy()
     if len(ctx["ctx_id"]) and white.any():
         rec_api = ctx_api[ctx["ctx_record"]]
@@ -261,9 +256,14 @@ def _expand_contexts(tasks: pd.DataFrame, type_names: np.ndarray, ctx: dict, ctx
         m = sel.merge(pairs, on="api", how="inner")
         task_idx.append(m["t"].to_numpy())
         ctx_vals.append(m["ctx"].to_numpy(np.int64))
-    mix = np.flatnonzero(np.isin(type_names, MIX_TASK_TYPES))
+    mix = np.flatnonzero(cats.isin(host_type, MIX_TASK_TYPES))
     task_idx.append(mix)
     ctx_vals.append(np.zeros(len(mix), np.int64))
+    if sum(len(x) for x in task_idx) == n:  # nothing to expand
+        out = tasks.copy()
+        out.insert(4, "context_id", ctx_vals[0])
+        out["host_row"] = np.arange(n, dtype=np.int64)
+        return out
     ti = np.concatenate(task_idx)
     cv = np.concatenate(ctx_vals)
     dedup = pd.DataFrame({"t": ti, "c": cv}).drop_duplicates().sort_values(["t", "c"], kind="stable")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from msprof_py.parse import cats
+
 from msprof_py.parse.records.dictionaries import Dictionaries
 from msprof_py.parse.records.host_common import HostParts
 from msprof_py.raw.tensor_info import DATA_TYPES, FORMATS, INPUT, MAX_TENSORS, OUTPUT
@@ -35,19 +37,18 @@ def decode(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
     digest = (words * mult).sum(axis=1, dtype=np.uint64) ^ (num.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9))
     uniq, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
     strings = [_strings(tensors[i], int(num[i])) for i in first]  # per distinct body
-    cols = {f: np.array([s[k] for s in strings], dtype=object)[inverse] if n else np.zeros(0, object)
-            for k, f in enumerate(FIELDS)}
+    cols = {f: cats.from_codes(inverse, [s[k] for s in strings]) for k, f in enumerate(FIELDS)}
     # merge consecutive records of one op (same thread, op, timestamp)
     cont = np.zeros(n, bool)
     if n > 1:
         cont[1:] = (ts[1:] == ts[:-1]) & (op_hash[1:] == op_hash[:-1]) & (thread[1:] == thread[:-1])
     if cont.any():
         group = np.cumsum(~cont) - 1
-        df = pd.DataFrame({f: cols[f] for f in FIELDS})
+        df = pd.DataFrame({f: np.asarray(cols[f], dtype=object) for f in FIELDS})
         df["g"] = group
         merged = df.groupby("g", sort=True).agg(lambda s: ";".join(x for x in s if x))
         head = ~cont
-        cols = {f: merged[f].to_numpy(dtype=object) for f in FIELDS}
+        cols = {f: pd.Categorical(merged[f].to_numpy(dtype=object)) for f in FIELDS}
         ts, thread, op_hash = ts[head], thread[head], op_hash[head]
     out = {"thread_id": thread, "timestamp": ts, "op_name": dicts.resolve_hash(op_hash)}
     out.update(cols)
