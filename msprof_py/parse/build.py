@@ -9,6 +9,7 @@ import pandas as pd
 
 from msprof_py.errors import DataError, WarningLog
 from msprof_py.parse import cats, schema
+from msprof_py.parse.cats import frame
 from msprof_py.parse.device import load_device
 from msprof_py.parse.host import HostData, load_host
 from msprof_py.parse.join import join_device
@@ -148,7 +149,7 @@ def _communication(host: HostData | None, tasks: pd.DataFrame) -> tuple[pd.DataF
     src = np.where(rows["role"] == 1, rows["local_rank"], rows["remote_rank"])
     dst = np.where(rows["role"] == 1, rows["remote_rank"], rows["local_rank"])
     dur = rows["dur_ns"].to_numpy(np.float64)
-    ct = pd.DataFrame({
+    ct = frame({
         "device_id": rows["device_id"], "op_name": rows["hccl_api"].map(op_names).astype(object),
         "group_name": rows["group_name_info"] if "group_name_info" in rows else rows["group_name"],
         "plane_id": rows["plane_id"], "task_type": rows["name"], "stream_id": rows["stream_id"],

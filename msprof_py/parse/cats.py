@@ -75,3 +75,8 @@ def concat(parts: list[pd.Categorical]) -> pd.Categorical:
         codes.append(np.where(pc >= 0, remap[np.maximum(pc, 0)] if len(remap) else -1, -1).astype(np.int32))
     allc = np.concatenate(codes) if codes else np.zeros(0, np.int32)
     return pd.Categorical.from_codes(allc, categories=pd.Index(list(pos), dtype=object))
+
+
+def frame(columns: dict) -> pd.DataFrame:
+    """A DataFrame over the given column arrays without copying or consolidating them."""
+    return pd.DataFrame(columns, copy=False)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from msprof_py.errors import WarningLog
 from msprof_py.parse import cats
+from msprof_py.parse.cats import frame
 from msprof_py.parse.calltree import CallTree
 from msprof_py.parse.flip import compute_batch_id
 from msprof_py.parse.meta import ResultDir
@@ -78,20 +79,24 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     thread_codes, threads = pd.factorize(a["thread_id"], sort=True)
     threads = pd.Index(threads)
     tree = CallTree(thread_codes, start, end, a["level"])
-    struct_type = dicts.resolve_type(a["level"], a["type"])
-    name = np.asarray(struct_type, dtype=object)
+    name = dicts.resolve_type(a["level"], a["type"])  # API name (type_info_dic)
     is_acl = a["level"] == LEVEL_ACL
-    fam = (a["type"] >> 16).astype(np.int64)
-    struct_obj = name.copy()
+    # struct_type: the ACL API family (high 16 bits of the type) for AscendCL calls, else the name
+    fam_codes, fam_uniq = pd.factorize((a["type"] >> 16).astype(np.int64)[is_acl])
+    family = cats.from_codes(np.full(len(is_acl), -1, np.int64), [])
     if is_acl.any():
-        struct_obj[is_acl] = [ACL_FAMILIES.get(int(f), str(int(f))) for f in fam[is_acl]]
+        codes = np.full(len(is_acl), -1, np.int64)
+        codes[is_acl] = fam_codes
+        family = cats.from_codes(codes, [ACL_FAMILIES.get(int(f), str(int(f))) for f in fam_uniq])
+    struct_type = cats.where(is_acl, family, name)
     item = dicts.resolve_hash(a["item_id"])
-    api = pd.DataFrame({
+    lv_codes, lv_uniq = pd.factorize(a["level"])
+    api = frame({
         "pid": np.full(len(start), pid, np.int64),
         "thread_id": a["thread_id"].astype(np.int64),
-        "level": pd.Categorical(_level_names(a["level"])),
-        "struct_type": pd.Categorical(struct_obj),
-        "name": pd.Categorical(name),
+        "level": cats.from_codes(lv_codes, [LEVEL_NAMES.get(int(u), str(int(u))) for u in lv_uniq]),
+        "struct_type": struct_type,
+        "name": name,
         "item_id": item,
         "start_ns": start,
         "end_ns": end,
@@ -122,7 +127,7 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     model_id = np.where(model_api >= 0, model_of_api[np.maximum(model_api, 0)], INVALID_U32)
     request_id = np.where(model_api >= 0, a["request_id"][np.maximum(model_api, 0)], -1)
     f_time = ticks.to_local_ns(flips["timestamp"])
-    host_flips = pd.DataFrame({"device_id": flips["device_id"].astype(np.int64),
+    host_flips = frame({"device_id": flips["device_id"].astype(np.int64),
                                "stream_id": flips["stream_id"].astype(np.int64),
                                "task_id": flips["task_id"].astype(np.int64),
                                "flip_num": flips["flip_num"].astype(np.int64), "timestamp": f_time})
@@ -140,7 +145,7 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
 
     host_type = tt["task_type"]
     n = len(t_time)
-    tasks = pd.DataFrame({
+    tasks = frame({
         "device_id": tt["device_id"].astype(np.int64),
         "stream_id": tt["stream_id"].astype(np.int64),
         "task_id": tt["task_id"].astype(np.int64),
@@ -187,13 +192,13 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     comm_ops, hccl_infos = _communication(parts, dicts, ticks, tree, threads, a, item, model_of_api)
     mem = simple.memcpy_info(parts(raw_memcpy.FILE_TAG, raw_memcpy.DTYPE), dicts)
     mem_rt = tree.attach(LEVEL_RUNTIME, _codes_in(threads, mem["thread_id"]), ticks.to_local_ns(mem["timestamp"]))
-    memcpy = pd.DataFrame({"runtime_api": mem_rt, "size_bytes": mem["data_size"], "direction": mem["direction"]})
+    memcpy = frame({"runtime_api": mem_rt, "size_bytes": mem["data_size"], "direction": mem["direction"]})
     fus = simple.fusion_op_info(parts(raw_fusion.FILE_TAG, raw_fusion.DTYPE), dicts)
     f_model = tree.point_ancestors(LEVEL_NODE, _codes_in(threads, fus["thread_id"]),
                                    ticks.to_local_ns(fus["timestamp"]))[1][LEVEL_MODEL]
     graph = simple.graph_id_map(parts(raw_graph.FILE_TAG, raw_graph.DTYPE), dicts)
-    graph_ids = pd.DataFrame({k: graph[k] for k in ("model_name", "graph_id", "model_id")})
-    fusion = pd.DataFrame({
+    graph_ids = frame({k: graph[k] for k in ("model_name", "graph_id", "model_id")})
+    fusion = frame({
         "model_id": np.where(f_model >= 0, model_of_api[np.maximum(f_model, 0)], INVALID_U32).astype(np.int64),
         "fusion_op": fus["op_name"], "original_ops": fus["original_ops"],
         **{f"memory_{k}_kb": fus[f"{k}_mem"] / 1024.0 for k in ("input", "output", "weight", "workspace", "total")},
@@ -249,9 +254,9 @@ def _expand_contexts(tasks: pd.DataFrame, host_type: pd.Categorical, ctx: dict, 
     node_api = tasks["node_api"].to_numpy()
     if len(ctx["ctx_id"]) and white.any():
         rec_api = ctx_api[ctx["ctx_record"]]
-        pairs = pd.DataFrame({"api": rec_api, "ctx": ctx["ctx_id"]})
+        pairs = frame({"api": rec_api, "ctx": ctx["ctx_id"]})
         pairs = pairs[(pairs["api"] >= 0) & (pairs["ctx"] != INVALID_U32)].drop_duplicates()
-        sel = pd.DataFrame({"t": np.flatnonzero(white & (node_api >= 0))})
+        sel = frame({"t": np.flatnonzero(white & (node_api >= 0))})
         sel["api"] = node_api[sel["t"].to_numpy()]
         m = sel.merge(pairs, on="api", how="inner")
         task_idx.append(m["t"].to_numpy())
@@ -260,13 +265,13 @@ def _expand_contexts(tasks: pd.DataFrame, host_type: pd.Categorical, ctx: dict, 
     task_idx.append(mix)
     ctx_vals.append(np.zeros(len(mix), np.int64))
     if sum(len(x) for x in task_idx) == n:  # nothing to expand
-        out = tasks.copy()
+        out = tasks  # (ours: extended in place)
         out.insert(4, "context_id", ctx_vals[0])
         out["host_row"] = np.arange(n, dtype=np.int64)
         return out
     ti = np.concatenate(task_idx)
     cv = np.concatenate(ctx_vals)
-    dedup = pd.DataFrame({"t": ti, "c": cv}).drop_duplicates().sort_values(["t", "c"], kind="stable")
+    dedup = frame({"t": ti, "c": cv}).drop_duplicates().sort_values(["t", "c"], kind="stable")
     out = tasks.iloc[dedup["t"].to_numpy()].reset_index(drop=True)
     out.insert(4, "context_id", dedup["c"].to_numpy(np.int64))
     out["host_row"] = dedup["t"].to_numpy(np.int64)
@@ -280,9 +285,9 @@ def _communication(parts, dicts, ticks, tree: CallTree, threads, a, item, model_
     op_node = tree.attach(LEVEL_NODE, _codes_in(threads, op["thread_id"]), ticks.to_local_ns(op["timestamp"]))
     node_anc = tree.ancestors[LEVEL_NODE][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
     model_anc = tree.ancestors[LEVEL_MODEL][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
-    info = pd.DataFrame({"node_api": op_node, "group_name": op["group_name"], "data_type": op["data_type"],
+    info = frame({"node_api": op_node, "group_name": op["group_name"], "data_type": op["data_type"],
                          "alg_type": op["alg_type"], "count": op["count"]}).drop_duplicates("node_api", keep="last")
-    ops = pd.DataFrame({"hccl_api": hccl_idx, "node_api": node_anc,
+    ops = frame({"hccl_api": hccl_idx, "node_api": node_anc,
                         "op_name": np.asarray(item, dtype=object)[hccl_idx],
                         "model_id": np.where(model_anc >= 0, model_of_api[np.maximum(model_anc, 0)], INVALID_U32),
                         "request_id": np.where(model_anc >= 0, a["request_id"][np.maximum(model_anc, 0)], -1),
@@ -290,7 +295,7 @@ def _communication(parts, dicts, ticks, tree: CallTree, threads, a, item, model_
     ops = ops.merge(info, on="node_api", how="left")
     hi = simple.hccl_info(parts(raw_hccl_info.FILE_TAG, raw_hccl_info.DTYPE), dicts)
     hi_api = tree.attach(LEVEL_HCCL, _codes_in(threads, hi["thread_id"]), ticks.to_local_ns(hi["timestamp"]))
-    infos = pd.DataFrame({"hccl_api": hi_api, "timestamp": ticks.to_local_ns(hi["timestamp"]),
+    infos = frame({"hccl_api": hi_api, "timestamp": ticks.to_local_ns(hi["timestamp"]),
                           **{k: v for k, v in hi.items() if k not in ("thread_id", "timestamp")}})
     return ops, infos
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from msprof_py.errors import WarningLog
 from msprof_py.parse import cats
+from msprof_py.parse.cats import frame
 from msprof_py.parse.keys import group_codes, rank_in_group
 from msprof_py.raw.common import INVALID_U32
 
@@ -65,7 +66,7 @@ def join_device(device_id: int, host: pd.DataFrame, dev: pd.DataFrame, warnings:
                       f"(several host tasks for one key), {len(host_only)} host-only, {n_dev_only} device-only task rows")
     # assemble: device rows then host-only rows
     h_idx = np.concatenate([host_of_dev, host_only])
-    out = pd.DataFrame({
+    out = frame({
         "device_id": np.int64(device_id),
         "stream_id": np.concatenate([dev["stream_id"].to_numpy(np.int64), host["stream_id"].to_numpy(np.int64)[host_only]]),
         "task_id": np.concatenate([dev["task_id"].to_numpy(np.int64), host["task_id"].to_numpy(np.int64)[host_only]]),
@@ -74,7 +75,7 @@ def join_device(device_id: int, host: pd.DataFrame, dev: pd.DataFrame, warnings:
                                       host["context_id"].to_numpy(np.int64)[host_only]]),
         "start_ns": np.concatenate([dev["start_ns"].to_numpy(np.int64), np.full(len(host_only), -1, np.int64)]),
         "dur_ns": np.concatenate([dev["dur_ns"].to_numpy(np.int64), np.full(len(host_only), -1, np.int64)]),
-        "device_task_type": cats.concat([dev["device_task_type"].astype("category").array,
+        "device_task_type": cats.concat([_as_cat(dev["device_task_type"]),
                                          cats.const("UNKNOWN", len(host_only))]),
         "match_code": np.concatenate([match, np.full(len(host_only), 2)]),
     })
@@ -88,7 +89,7 @@ def join_device(device_id: int, host: pd.DataFrame, dev: pd.DataFrame, warnings:
                          ("output_data_types", "N/A"), ("output_formats", "N/A"), ("hccl_api", -1),
                          ("thread_id", -1)):
         if isinstance(default, str):
-            src = host[col].astype("category").array if nh else pd.Categorical([])
+            src = _as_cat(host[col]) if nh else pd.Categorical([])
             out[col] = cats.take(src, h_idx, default)
         else:
             vals = np.full(len(h_idx), default, np.int64)
@@ -120,3 +121,7 @@ def _display_names(out: pd.DataFrame) -> None:
         out[col] = cats.where(info, out[col].array, na)
     tt = out["task_type"].array
     out["task_type"] = cats.where(cats.isin(tt, ("N/A",)), dev_type, tt)
+
+
+def _as_cat(col: pd.Series) -> pd.Categorical:
+    return col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col.to_numpy(dtype=object))
