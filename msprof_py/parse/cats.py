@@ -8,7 +8,11 @@ import pandas as pd
 
 def from_codes(codes: np.ndarray, categories) -> pd.Categorical:
     """A Categorical from codes over possibly repeated category labels (merged)."""
-    labels = np.asarray(list(categories), dtype=object)
+    labels = [str(c) for c in categories]
+    codes = np.asarray(codes)
+    if len(set(labels)) == len(labels):  # already distinct: use the codes as they are
+        return pd.Categorical.from_codes(codes.astype(np.int32, copy=False), categories=pd.Index(labels, dtype=object))
+    labels = np.asarray(labels, dtype=object)
     if len(labels) == 0:
         return pd.Categorical.from_codes(np.full(len(codes), -1, np.int32), categories=pd.Index([], dtype=object))
     uniq, inv = np.unique(labels.astype(str), return_inverse=True)
