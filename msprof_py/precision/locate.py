@@ -169,15 +169,14 @@ class _Rerun:
 
     def __init__(self, res: CompareResult, npu_graph, cpu_graph, run: dict) -> None:
         from msprof_py.precision.dump import output_keys
-        from msprof_py.precision.numerics import Fault, make_leaves
+        from msprof_py.precision.numerics import Fault
 
         self.npu_ops = {k: op for op in npu_graph.ops for k in output_keys(op)[:1]}
         self.originals = {op.name: op for op in cpu_graph.ops}
         self.faults = tuple(Fault(f["op"], f["kind"], float(f.get("scale", 1e5))) for f in run.get("faults", []))
-        seed = int(run["seed"])
-        self.values: dict[str, np.ndarray] = make_leaves(cpu_graph, seed)
-        for k, v in make_leaves(npu_graph, seed).items():
-            self.values.setdefault(k, v)
+        self.seed = int(run["seed"])
+        self.graphs = (cpu_graph, npu_graph)
+        self.values: dict[str, np.ndarray] = {}
         cpu_dir = res.root / "cpu"
         self._cpu_files = {}
         for op in cpu_graph.ops:
@@ -197,8 +196,14 @@ class _Rerun:
         op = self.npu_ops.get(node.npu_node)
         if op is None:
             return float("nan"), node.cmp.mre
-        for t in op.inputs:
-            self._cpu(t.name)
+        from msprof_py.precision.numerics import make_leaves
+
+        missing = {t.name for t in op.inputs if self._cpu(t.name) is None}
+        for g in self.graphs:  # graph inputs and weights: drawn again from the run's seed
+            if missing:
+                got = make_leaves(g, self.seed, only=missing)
+                self.values.update(got)
+                missing -= set(got)
         outs = rerun_isolated(op, self.values, faults=self.faults, originals=self.originals)
         ref = dumpdir.load_tensor(self.res.root / "cpu" / f"{dumpdir.node_file_name(node.cpu_node)}.npy")
         local = compare_tensors(outs[0].reshape(ref.shape), ref, node.atol, node.rtol, 0)
