@@ -241,8 +241,9 @@ def layer_norm(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
         y = y * gamma
     if len(ins) > 2:
         y = y + ins[2]
-    return [y] + [mean.reshape(t.shape) if i == 0 else var.reshape(t.shape)
-                  for i, t in enumerate(op.outputs[1:3])]
+    # extra outputs: the mean, then the variance (LayerNorm) or 1/sqrt(var + eps) (LayerNormV3)
+    second = 1.0 / np.sqrt(var + eps) if op.type == "LayerNormV3" else var
+    return [y] + [st.reshape(t.shape) for st, t in zip((mean, second), op.outputs[1:3])]
 
 
 def rms_norm(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
@@ -349,6 +350,8 @@ def swiglu(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
 
 
 def rotary_mul(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    if len(ins) != 3:
+        raise _bad(op, f"RotaryMul needs x, cos and sin inputs, the graph gives {len(ins)}")
     x, cos, sin = ins[0], ins[1], ins[2]
     x1, x2 = np.split(x, 2, axis=-1)
     rot = np.concatenate([-x2, x1], axis=-1)
@@ -482,6 +485,25 @@ def strided_slice(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
     return [x[sl].reshape(oshape)]
 
 
+def non_zero(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    """Indices of the non-zero elements (a dynamic shape): rows beyond the count found are -1,
+    so the result fills the declared (maximum) output shape."""
+    idx = np.argwhere(ins[0] != 0)
+    oshape = _out_shape(op)
+    out = np.full((math.prod(oshape) // max(idx.shape[1], 1), idx.shape[1]), -1, dtype=np.int64)
+    n = min(len(idx), out.shape[0])
+    out[:n] = idx[:n]
+    return [out.reshape(oshape)]
+
+
+def dropout_gen_mask(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    """Dropout is off in a precision comparison (as in inference): the mask keeps every element."""
+    t = op.outputs[0]
+    if t.dtype in ("UINT8", "INT8"):  # a bit mask, 8 elements per byte
+        return [np.full(t.shape, 255, dtype=np.float32)]
+    return [np.ones(t.shape, dtype=np.float32)]
+
+
 KERNELS: dict[str, Kernel] = {
     "Conv2D": conv2d,
     "MatMul": matmul, "MatMulV2": matmul, "MatMulV3": matmul,
@@ -526,6 +548,8 @@ KERNELS: dict[str, Kernel] = {
     "Concat": concat, "ConcatD": concat, "ConcatV2": concat,
     "GatherV2": gather, "Gather": gather, "Embedding": gather,
     "Split": split, "SplitD": split,
+    "NonZero": non_zero,
+    "DropOutGenMask": dropout_gen_mask, "DropOutGenMaskV3": dropout_gen_mask,
 }
 
 

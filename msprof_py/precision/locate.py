@@ -15,7 +15,7 @@ The seed's method, in execution order:
    **computation error**.  If it vanishes, the op only passed on its inputs' error: not a
    computation error, and the next candidate is tried.
 3. Verdict: ``computation error`` at the first confirmed candidate; else ``accumulated error``
-   when some node fails the tolerances or a jump was not confirmed; else ``no error``.
+   when some node fails the tolerances; else ``no error``.
 
 Without the graphs (dumps from elsewhere) step 2 is impossible and the verdict says it rests
 on the heuristics alone.  The thresholds are heuristics; they are recorded in locate.json.
@@ -80,7 +80,9 @@ class Location:
             lines.append(f"verdict: accumulated error (fp16 precision loss growing layer by layer; "
                          f"no computation error found{extra})")
         else:
-            lines.append("verdict: no error (every compared node is within atol/rtol)")
+            unconf = [c.node for c in self.candidates if c.confirmed is False]
+            extra = f"; error jumps at {', '.join(unconf)} vanish when re-run on CPU inputs" if unconf else ""
+            lines.append(f"verdict: no error (every compared node is within atol/rtol{extra})")
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
@@ -140,7 +142,7 @@ def locate(res: CompareResult) -> Location:
             loc.verdict, loc.error_node = "computation error", c.node
             break
     else:
-        if first is not None or cands:
+        if first is not None:
             loc.verdict = "accumulated error"
     dumpdir.write_text_atomic(result_dir / "locate.json", graphio.dump_json(loc.as_dict()).decode())
     return loc

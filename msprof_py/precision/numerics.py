@@ -272,8 +272,14 @@ def _call(op: Op, ins: list, side: Side, faults: dict[str, Fault], decl: list[Te
                             "earlier op and are not graph inputs or weights")
     kernel = kernel_for(op)
     args = [a if a.dtype.kind in "iub" else np.asarray(a, dtype=np.float32) for a in ins]
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        outs = kernel(op, args, side.q)
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            outs = kernel(op, args, side.q)
+    except (IndexError, ValueError, TypeError, KeyError) as err:
+        # the graph's shapes or inputs do not fit the op's semantics
+        shapes = ", ".join(str(tuple(a.shape)) for a in args)
+        raise WorkloadError(f"op {op.name!r} ({op.type}): cannot compute it from inputs of shapes {shapes} "
+                            f"to {[tuple(t.shape) for t in op.outputs]}: {err}") from None
     if not outs:
         raise WorkloadError(f"op {op.name!r}: kernel produced no output")
     outs = [np.asarray(y) for y in outs[:len(op.outputs)]]
