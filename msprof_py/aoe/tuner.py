@@ -21,6 +21,9 @@ The model time before and after (``model_baseline_performance(ms)`` /
 ``model_result_performance(ms)``) is the workload's median iteration time on the simulator built
 with the repositories as they were before and as they are after tuning.  The result file is
 rewritten after every key; its side file ``*.provenance.json`` lists every measurement.
+
+Same seed -> same choices, same numbers, same bank bytes.  The file name's timestamp and pid and
+``tuning_time(s)`` are wall-clock facts of the run, as in AOE's own files.
 """
 from __future__ import annotations
 
