@@ -69,12 +69,14 @@ class Exporter(Protocol):
 
 
 REGISTRY: dict[str, Exporter] = {}
+"""``"{kind}:{name}"`` -> exporter, e.g. ``"summary:task_time"`` and ``"timeline:task_time"``."""
 
 
 def register(exporter: Exporter) -> Exporter:
-    if exporter.name in REGISTRY:
-        raise ValueError(f"duplicate exporter {exporter.name}")
-    REGISTRY[exporter.name] = exporter
+    key = f"{exporter.kind}:{exporter.name}"
+    if key in REGISTRY:
+        raise ValueError(f"duplicate exporter {key}")
+    REGISTRY[key] = exporter
     return exporter
 
 

@@ -94,6 +94,8 @@ def _add_cell(rb: RowBuilder, col: Col, json_mode: bool) -> None:
     if col.kind == "text":
         codes, cats = _factorize(col.values)
         if json_mode:
+            if col.quote:  # the quotes are CSV presentation; JSON strings need none
+                cats = [c[1:-1] if len(c) >= 2 and c[0] == c[-1] == '"' else c for c in cats]
             texts = [_json_text(c, col.number) for c in cats]
         else:
             texts = [csv_cell(c, col.quote) for c in cats]

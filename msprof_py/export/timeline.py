@@ -95,9 +95,11 @@ def _device_pid(session: Any, device_id: int) -> int:
 
 
 # -- layers ---------------------------------------------------------------------------------
-def cann_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
-    """CANN API slices of the host threads that belong to this device; returns those API rows."""
-    api = api_of_device(session, device_id)
+def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | None = None) -> pd.DataFrame:
+    """CANN API slices of the host threads that belong to this device (or of ``api`` rows
+    chosen by the caller); returns those API rows."""
+    if api is None:
+        api = api_of_device(session, device_id)
     api = api[_i64(api["start_ns"]) > 0] if len(api) else api
     if len(api) == 0:
         return api
