@@ -54,6 +54,10 @@ GE_OP_EXECUTE_HEADER = ["Device_id", "Thread ID", "Op Name", "OP Type", "Event T
 
 # -- formatting helpers ---------------------------------------------------------------------
 def i64(col: Any) -> np.ndarray:
+    """An integer column as int64 (missing -> -1) without a detour through float."""
+    s = pd.Series(col)
+    if s.dtype.kind in "iu":
+        return s.to_numpy(dtype=np.int64)
     return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
 
 
@@ -65,16 +69,22 @@ def text(col: Any) -> pd.Series:
 
 
 def _as_cat(values: Any) -> pd.Categorical:
-    if isinstance(values, pd.Categorical):
-        c = values
-    elif isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+    """Any column -> a Categorical with plain-str (object) categories and "N/A" for missing."""
+    if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
         c = pd.Categorical(values)
+        codes = np.asarray(c.codes, dtype=np.int64)
+        cats = [str(x) for x in c.categories]
     else:
-        c = pd.Categorical(np.asarray(values, dtype=object))
-    if c.isna().any():
-        c = c.add_categories(["N/A"]).fillna("N/A") if "N/A" not in c.categories else c.fillna("N/A")
-    return pd.Categorical(c, categories=[str(x) for x in c.categories]) if not all(
-        isinstance(x, str) for x in c.categories) else c
+        codes, uniq = pd.factorize(pd.Series(values, dtype=object), sort=False)
+        codes = np.asarray(codes, dtype=np.int64)
+        cats = [str(x) for x in uniq]
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(cats), codes)
+        cats.append("N/A")
+    if len(set(cats)) != len(cats):  # e.g. a real "N/A" category plus missing values
+        uniq, inverse = np.unique(np.array(cats, dtype=object), return_inverse=True)
+        codes, cats = inverse[codes], list(uniq)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
 
 
 def dbl(values: Any) -> list[str]:
@@ -212,12 +222,15 @@ class StepTraceSummary:
             key = pd.MultiIndex.from_arrays([i64(st["model_id"]), i64(st["index_id"])])
             for k in range(int(ar["k"].max()) + 1):
                 sub = ar[ar["k"] == k]
-                m = pd.DataFrame({"s": i64(sub["start_ns"]), "e": i64(sub["end_ns"])},
-                                 index=pd.MultiIndex.from_arrays([i64(sub["model_id"]), i64(sub["index_id"])]))
-                m = m[~m.index.duplicated()].reindex(key)
-                miss = m["s"].isna().to_numpy()
-                s_ns = m["s"].fillna(0).to_numpy(np.int64)
-                e_ns = m["e"].fillna(0).to_numpy(np.int64)
+                # integer positions, never a float reindex: ns timestamps must stay exact
+                pos = key.get_indexer(pd.MultiIndex.from_arrays([i64(sub["model_id"]), i64(sub["index_id"])]))
+                ok = pos >= 0
+                s_ns = np.zeros(n, np.int64)
+                e_ns = np.zeros(n, np.int64)
+                miss = np.ones(n, bool)
+                s_ns[pos[ok]] = i64(sub["start_ns"])[ok]
+                e_ns[pos[ok]] = i64(sub["end_ns"])[ok]
+                miss[pos[ok]] = False
                 header += ["Reduce Start(us)", "Reduce Duration(us)"]
                 cols += [Col.us(s_ns, stamp=True, na_mask=miss), Col.us(e_ns - s_ns, na_mask=miss)]
         return [write_table(stem(out_dir, naming, self.name), header, cols, naming.summary_format)]

@@ -85,6 +85,9 @@ def _label_names(s: Slices) -> np.ndarray:
 
 
 def _i64(col: Any) -> np.ndarray:
+    s = pd.Series(col)
+    if s.dtype.kind in "iu":
+        return s.to_numpy(dtype=np.int64)
     return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
 
 
