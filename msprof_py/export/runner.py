@@ -150,7 +150,8 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
     out_dir = prof / OUTPUT_DIR
     log_lines: list[str] = []
     try:
-        out_dir.mkdir(exist_ok=True)
+        if options.type != "db":
+            out_dir.mkdir(exist_ok=True)
         (prof / LOG_DIR).mkdir(exist_ok=True)
     except OSError as err:
         raise InvalidPathError(f'Cannot create "{out_dir}" ({err.strerror or err}).') from None
