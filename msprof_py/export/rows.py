@@ -84,6 +84,8 @@ def us3_block(ns: np.ndarray) -> np.ndarray:
 def text_table(values: Sequence[str]) -> np.ndarray:
     """Strings -> ``(len(values), maxlen)`` NUL-padded UTF-8 matrix (for :meth:`RowBuilder.cat`)."""
     encoded = [s.encode("utf-8") for s in values]
+    if any(b"\0" in b for b in encoded):  # NUL is the padding byte: callers escape it first
+        raise ValueError("row text must not contain NUL characters; escape them first")
     width = max((len(b) for b in encoded), default=0)
     mat = np.zeros((len(encoded), max(width, 1)), dtype=np.uint8)
     for i, b in enumerate(encoded):  # once per distinct string, not per row

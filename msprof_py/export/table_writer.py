@@ -54,7 +54,10 @@ class Col:
 
 
 def csv_cell(s: str, always: bool = False) -> str:
-    """RFC 4180 quoting (what Python's csv module and Excel expect)."""
+    """RFC 4180 quoting (what Python's csv module and Excel expect).  CSV cannot carry a NUL
+    character, so one shows as the four characters ``\\x00``."""
+    if "\x00" in s:
+        s = s.replace("\x00", "\\x00")
     if always and len(s) >= 2 and s[0] == '"' and s[-1] == '"':
         return s  # already quoted by the producer
     if always or any(ch in s for ch in ',"\n\r'):

@@ -58,4 +58,4 @@ def test_csv_table_parses_back(tmp_path_factory, rows) -> None:
     parsed = list(csv.reader(io.StringIO(path.read_bytes().decode("utf-8"), newline="")))
     assert parsed[0] == ["Name", "Start(us)", "Dur"]
     for (t, n, m), row in zip(rows, parsed[1:]):
-        assert row == [t, naive_us3(n) + "\t", "N/A" if m else str(n)]
+        assert row == [t.replace("\x00", "\\x00"), naive_us3(n) + "\t", "N/A" if m else str(n)]
