@@ -279,3 +279,70 @@ def test_cli_tune(tmp_path, monkeypatch):
     monkeypatch.setenv("TUNE_BANK_PATH", str(tmp_path / "absent"))
     r = CliRunner().invoke(cli, ["tune", "--job_type", "2", "--workload", "resnet50", "--output", str(tmp_path)])
     assert r.exit_code == 2 and "TUNE_BANK_PATH" in r.output and "does not exist" in r.output
+
+
+def test_reprofile_with_tune_bank_shows_the_tuned_ops_faster(resnet_opat, tmp_path):
+    """Acceptance 1, end to end: collect with and without the bank, parse, compare per-op times."""
+    import msprof_py
+
+    try:
+        load = msprof_py.load
+    except AttributeError:
+        pytest.skip("the profile parser (msprof_py.load) is not in this build")
+    tmp, env, out = resnet_opat
+    runner = CliRunner()
+    base = ["collect", "--workload", "resnet50", "--iterations", "2", "--seed", "5"]
+    r = runner.invoke(cli, base + ["--output", str(tmp_path / "plain")])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, base + ["--output", str(tmp_path / "tuned"), "--tune-bank", env["TUNE_BANK_PATH"]])
+    assert r.exit_code == 0, r.output
+    (plain,) = (tmp_path / "plain").glob("PROF_*")
+    (tuned,) = (tmp_path / "tuned").glob("PROF_*")
+
+    def per_op(prof):
+        t = load(prof).tasks
+        t = t[t["dur_ns"] > 0]
+        return t.groupby(t["op_name"].astype(str))["dur_ns"].mean() / 1000
+
+    us_plain, us_tuned = per_op(plain), per_op(tuned)
+    checked = 0
+    for item in out.modified:
+        perf = item["tune_performance"]
+        dims = [d for d in ("Format", "Schedule", "Impl") if d in perf]
+        before, after = perf[dims[0]]["performance_before_tune(us)"], perf[dims[-1]]["performance_after_tune(us)"]
+        name = item["op_name"]
+        assert us_plain[name] == pytest.approx(before, rel=0.05)
+        assert us_tuned[name] == pytest.approx(after, rel=0.05)
+        assert us_plain[name] / us_tuned[name] == pytest.approx(before / after, rel=0.05)
+        checked += 1
+    assert checked == len(out.modified) > 100
+    # the reader joins the tuned operators with the re-profiled run
+    r = runner.invoke(cli, ["aoe-report", str(out.result_path), "--output", str(tmp_path / "rep"),
+                            "--profile", str(tuned)])
+    assert r.exit_code == 0, r.output
+    assert f"Profile: {len(out.modified)} of {len(out.modified)} tuned operator(s) found" in r.output
+
+
+def test_collect_tune_bank_runs_the_tuned_build(resnet_opat, tmp_path):
+    """``collect --tune-bank``: the simulated run behind the PROF dir uses the bank's choices."""
+    from msprof_py.aoe.cli_support import run_collect_tuned
+    from msprof_py.collect.cli_support import CollectRequest, run_collect
+    from msprof_py.errors import WarningLog
+
+    tmp, env, out = resnet_opat
+    req = CollectRequest(workload="resnet50", iterations=2, seed=5, output=str(tmp_path / "t"))
+    tuned = run_collect_tuned(req, WarningLog(), env["TUNE_BANK_PATH"]).sim.truth
+    req.output = str(tmp_path / "p")
+    plain = run_collect(req, WarningLog()).sim.truth
+    us_t = tuned.groupby(tuned["op_name"].astype(str))["dur_ns"].mean() / 1000
+    us_p = plain.groupby(plain["op_name"].astype(str))["dur_ns"].mean() / 1000
+    for item in out.modified:
+        perf = item["tune_performance"]
+        dims = [d for d in ("Format", "Schedule", "Impl") if d in perf]
+        ratio = perf[dims[0]]["performance_before_tune(us)"] / perf[dims[-1]]["performance_after_tune(us)"]
+        assert us_p[item["op_name"]] / us_t[item["op_name"]] == pytest.approx(ratio, rel=0.05)
+    with pytest.raises(InvalidParamError, match="not with a Python script"):
+        run_collect_tuned(CollectRequest(command=["python", "x.py"], output=str(tmp_path)), WarningLog(), "auto")
+    r = CliRunner().invoke(cli, ["collect", "--workload", "resnet50", "--output", str(tmp_path / "x"),
+                                 "--tune-bank", str(tmp_path / "no_bank")])
+    assert r.exit_code == 2 and "TUNE_BANK_PATH" in r.output and "Traceback" not in r.output
