@@ -38,6 +38,7 @@ def collect(workload: str | None, graph_file: str | None, iterations: int, devic
     from msprof_py.collect.cli_support import CollectRequest, run_collect
     from msprof_py.errors import WarningLog
 
+    _sigterm_as_interrupt()
     warnings = WarningLog()
     request = CollectRequest(workload=workload, graph_file=graph_file, command=list(command),
                              iterations=iterations, devices=devices, batch_size=batch_size, output=output,
@@ -50,3 +51,13 @@ def collect(workload: str | None, graph_file: str | None, iterations: int, devic
         result = run_guarded(lambda: run_collect(request, warnings))
     click.echo(result.summary())
     print_warnings(warnings)
+
+
+def _sigterm_as_interrupt() -> None:
+    """Let ``kill`` clean up like Ctrl-C does: the session removes its temporary PROF dir."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
