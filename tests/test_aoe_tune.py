@@ -346,3 +346,16 @@ def test_collect_tune_bank_runs_the_tuned_build(resnet_opat, tmp_path):
     r = CliRunner().invoke(cli, ["collect", "--workload", "resnet50", "--output", str(tmp_path / "x"),
                                  "--tune-bank", str(tmp_path / "no_bank")])
     assert r.exit_code == 2 and "TUNE_BANK_PATH" in r.output and "Traceback" not in r.output
+
+
+def test_parallel_measurement_gives_the_same_results(tmp_path, monkeypatch):
+    """TE_PARALLEL_COMPILER workers measure candidates concurrently; choices and numbers do not change."""
+    from msprof_py.aoe import tuner
+
+    ops = _ops_file(tmp_path, tune_ops_type=["Conv2D", "Relu"])
+    one = tune("resnet50", job_type=2, output=tmp_path / "1", env=_env(tmp_path / "1", TE_PARALLEL_COMPILER="1"),
+               tune_ops_file=ops)
+    monkeypatch.setattr(tuner.paths, "parallel_compilers", lambda env: 3)  # this machine caps it at 1
+    three = tune("resnet50", job_type=2, output=tmp_path / "3", env=_env(tmp_path / "3"), tune_ops_file=ops)
+    assert one.document[1] == three.document[1]
+    assert json.loads(three.provenance_path.read_text())["te_parallel_compiler"] == 3
