@@ -14,7 +14,7 @@ from msprof_py.raw import (api_event, context_id_info, fusion_op_info, graph_id_
                            memcpy_info, node_basic_info, task_track, tensor_info)
 from msprof_py.raw.common import (EVENT_FLAG, LEVEL_HCCL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME, MODEL_GRAPH_ID_MAP,
                                   NODE_BASIC_INFO, NODE_CONTEXT_ID_INFO, NODE_FUSION_OP_INFO, NODE_HCCL_OP_INFO,
-                                  NODE_TENSOR_INFO, new_records)
+                                  NODE_TENSOR_INFO, concat_records, new_records, take_records)
 from msprof_py.runtime.clock import SimClock
 from msprof_py.runtime.graph import Tensor
 from msprof_py.runtime.hooks import ProfilerHooks
@@ -215,9 +215,9 @@ class HostLog:
     def flush(self, hooks: ProfilerHooks, clock: SimClock) -> None:
         """Report everything collected so far (time-sorted per kind, counters converted), then forget it."""
         for (tag, aging), parts in sorted(self.chunks.items()):
-            recs = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            recs = concat_records(parts)
             order = np.argsort(recs["timestamp"], kind="stable")
-            recs = recs[order]
+            recs = take_records(recs, order)
             ns = recs["timestamp"].astype(np.int64)
             recs["timestamp"] = clock.host_cnt(ns)
             if tag == api_event.FILE_TAG:

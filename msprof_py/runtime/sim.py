@@ -19,7 +19,7 @@ import pandas as pd
 
 from msprof_py.errors import WorkloadError
 from msprof_py.raw import api_event, stars_soc, task_track, ts_track
-from msprof_py.raw.common import INVALID_U32, LEVEL_ACL, LEVEL_RUNTIME
+from msprof_py.raw.common import LEVEL_ACL, LEVEL_RUNTIME, tile_records
 from msprof_py.runtime import apis, ge, records, rts
 from msprof_py.runtime.apis import Names
 from msprof_py.runtime.clock import SimClock
@@ -338,7 +338,7 @@ class _Run:
                 r["stream_id"] = steps["_stream"] & ts_track.STREAM_ID_MASK
                 r["task_id"] = tk
                 r["tag_id"] = tag
-                parts.append(r.view(ts_track.PREFIX_DTYPE))
+                parts.append(r.view(np.uint8).reshape(-1, ts_track.RECORD_SIZE))
         if flips:
             r = np.zeros(len(flips), ts_track.TASK_FLIP_DTYPE)
             r["func_type"] = ts_track.FUNC_TASK_FLIP
@@ -346,11 +346,13 @@ class _Run:
             r["stream_id"] = [s & ts_track.STREAM_ID_MASK for _, _, s, _ in flips]
             r["flip_num"] = [m for *_, m in flips]
             r["task_id"] = 0
-            parts.append(r.view(ts_track.PREFIX_DTYPE))
+            parts.append(r.view(np.uint8).reshape(-1, ts_track.RECORD_SIZE))
         if parts:
-            allr = np.concatenate(parts)
-            allr = allr[np.argsort(allr["timestamp"], kind="stable")]
-            self.hooks.report_device(d, ts_track.FILE_TAG, allr)
+            # raw 40-byte rows of mixed kinds, in time order, viewed through the common prefix
+            raw = np.ascontiguousarray(np.concatenate(parts))
+            stamps = raw[:, 8:16].copy().view("<u8").ravel()
+            raw = np.ascontiguousarray(raw[np.argsort(stamps, kind="stable")])
+            self.hooks.report_device(d, ts_track.FILE_TAG, raw.view(ts_track.RAW_DTYPE).ravel())
 
     def _host_iterations(self, d, prog, k0, k1, h0, sync_end, tid, bat, flips, task_ts) -> None:
         nk = k1 - k0
@@ -358,7 +360,7 @@ class _Run:
         thread = self.threads[d]
         for rows in prog.host:
             m = len(rows.records)
-            recs = np.tile(rows.records, nk)
+            recs = tile_records(rows.records, nk)
             shift = np.repeat(base, m).astype(np.uint64)
             recs["timestamp"] += shift
             if rows.tag == api_event.FILE_TAG:

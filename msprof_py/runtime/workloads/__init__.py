@@ -65,3 +65,8 @@ def get_workload(name: str, **params: Any) -> Workload:
         return factory(**params)
     except TypeError as err:
         raise WorkloadError(f"workload {name!r}: bad parameters {params}: {err}") from None
+
+
+from msprof_py.runtime.graph_file import load_graph_file  # noqa: E402  (re-exported for the collector)
+
+__all__ = ["WORKLOADS", "Workload", "get_workload", "load_graph_file"]
