@@ -7,4 +7,13 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "load"]
+
+
+def __getattr__(name: str):
+    # lazy: ``import msprof_py`` stays light (no numpy/pandas until load is used)
+    if name == "load":
+        from msprof_py.parse import load
+
+        return load
+    raise AttributeError(f"module 'msprof_py' has no attribute {name!r}")

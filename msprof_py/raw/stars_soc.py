@@ -25,6 +25,9 @@ DTYPE = packed_dtype(
     ],
     RECORD_SIZE,
 )
+# bytes 2..3 of every STARS log (``resv0`` above) hold this magic number; msprof's parsers
+# (msparser/stars/stars_log_parser.py, csrc .../stars_soc_parser.cpp) drop a log without it
+MAGIC = 0x6BD3
 FUNC_ACSQ_START = 0
 FUNC_ACSQ_END = 1
 FUNC_FFTS_START = 0b100010
@@ -68,3 +71,26 @@ def physical_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarr
     stream = np.where(b13, t & 0x0FFF, s) % 2048
     task = np.where(b12, (t & 0x1FFF) | (s & 0xE000), np.where(b13, (s & 0x0FFF) | (t & 0xF000), t))
     return stream.astype(np.uint16), task.astype(np.uint16)
+
+# FFTS+ sub-task logs share the stars_soc stream (fmt ``4HQ4H10L``): func_type 34 start / 35 end;
+# sub_task_id is the context id the host's context_id_info refers to.
+FFTS_DTYPE = packed_dtype(
+    [
+        ("word0", "<u2", 0),
+        ("resv0", "<u2", 2),
+        ("stream_id", "<u2", 4),
+        ("task_id", "<u2", 6),
+        ("timestamp", "<u8", 8),
+        ("sub_task_type", "<u2", 16),  # low 8 bits
+        ("sub_task_id", "<u2", 18),  # = context id
+        ("ffts_type", "<u2", 20),  # high 3 bits
+        ("thread_id", "<u2", 22),
+        ("resv1", ("<u4", (10,)), 24),
+    ],
+    RECORD_SIZE,
+)
+FFTS_SUBTASK_TYPES: dict[int, str] = {
+    0: "AIC", 1: "AIV", 3: "Notify Wait", 4: "Notify Record", 5: "Write Value", 6: "MIX_AIC", 7: "MIX_AIV",
+    8: "SDMA", 9: "Data Context", 10: "Invalidate Data Context", 11: "Writeback Data Context", 12: "AI_CPU",
+    13: "Load Context", 15: "DSA",
+}

@@ -1,0 +1,7 @@
+"""AOE (Ascend Optimization Engine) on msprof_py's simulated NPU.
+
+- :mod:`schema`: the documented result-file schema, AOE's improvement formula, a validator.
+- :mod:`repair`, :mod:`reader`: read real ``aoe_result_{opat,sgat}_*.json`` files (with repairs).
+- :mod:`report`: terminal summary, CSV/JSON tables, join with a profile's op tasks.
+"""
+from __future__ import annotations

@@ -1,0 +1,84 @@
+"""One raw data stream written as msprof's numbered slice files.
+
+A stream (e.g. host ``aging.compact.task_track`` or device 0 ``stars_soc.data``) is a byte
+sequence cut into files ``..._slice_0``, ``..._slice_1``, ... of at most ``slice_bytes`` each.
+The cut ignores record boundaries, exactly like msprof's collector, so a record may start in one
+slice and end in the next; a reader concatenates the slices in numeric order.
+
+Memory stays bounded: bytes go straight to the open slice file through a fixed-size write
+buffer; nothing is kept per record.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+_WRITE_BUFFER = 1 << 20  # bytes buffered per open slice before the OS sees them
+
+
+class SliceStream:
+    """Appends bytes to ``directory/name_of(0)``, ``name_of(1)``, ... rolling at ``slice_bytes``.
+
+    Args:
+        directory: the ``data/`` directory (must exist).
+        name_of: slice number -> file name (one of :mod:`msprof_py.raw.files`' name helpers).
+        slice_bytes: maximum size of one slice file, > 0.
+    """
+
+    def __init__(self, directory: Path, name_of: Callable[[int], str], slice_bytes: int) -> None:
+        if slice_bytes <= 0:
+            raise ValueError("slice_bytes must be positive")
+        self.directory = directory
+        self.name_of = name_of
+        self.slice_bytes = slice_bytes
+        self.total_bytes = 0
+        self.slices = 0
+        self._file = None
+        self._room = 0  # bytes left in the current slice
+
+    def write(self, data: bytes | memoryview | np.ndarray) -> None:
+        """Append ``data`` (a numpy record array is written as its raw bytes)."""
+        if isinstance(data, np.ndarray):
+            data = memoryview(np.ascontiguousarray(data)).cast("B")
+        view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+        pos = 0
+        end = len(view)
+        while pos < end:
+            if self._room == 0:
+                self._roll()
+            n = min(self._room, end - pos)
+            self._file.write(view[pos:pos + n])
+            pos += n
+            self._room -= n
+        self.total_bytes += end
+
+    def _roll(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        path = self.directory / self.name_of(self.slices)
+        self._file = open(path, "wb", buffering=_WRITE_BUFFER)  # noqa: SIM115 - closed in close()/_roll()
+        self.slices += 1
+        self._room = self.slice_bytes
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_stream(directory: str | os.PathLike[str], first_name: str) -> bytes:
+    """Concatenate the slices of the stream whose slice 0 is ``first_name`` (tests, tools).
+
+    ``first_name`` must end in ``slice_0``; slices are joined in numeric order.
+    """
+    base = Path(directory)
+    stem = first_name[: -len("0")]
+    parts = []
+    n = 0
+    while (base / f"{stem}{n}").exists():
+        parts.append((base / f"{stem}{n}").read_bytes())
+        n += 1
+    return b"".join(parts)

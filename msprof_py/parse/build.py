@@ -1,0 +1,227 @@
+"""Assemble one PROF dir's tables: host side, each device, join, iterations, communication."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.errors import DataError, WarningLog
+from msprof_py.parse import schema
+from msprof_py.parse.device import load_device
+from msprof_py.parse.host import HostData, load_host
+from msprof_py.parse.join import join_device
+from msprof_py.parse.session import result_dirs
+from msprof_py.parse.steps import assign, build_steps
+from msprof_py.raw.common import INVALID_U32
+
+CATEGORY_COLS = ("op_name", "op_type", "task_type", "host_task_type", "device_task_type", "op_state",
+                 "hf32_eligible", "kernel_name", "input_shapes", "input_data_types", "input_formats",
+                 "output_shapes", "output_data_types", "output_formats")
+
+
+def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
+    host_rd, dev_rds = result_dirs(prof, warnings)
+    if host_rd is None and not dev_rds:
+        raise DataError(f"{prof}: no host/ or device_N/ result dir")
+    for rd in [host_rd, *dev_rds]:
+        if rd is not None and not (rd.path / "data").is_dir():
+            warnings.warn(f'There is no "data" directory in "{rd.path}". Collect data failed.')
+    host = load_host(host_rd, warnings) if host_rd is not None else None
+    host_tasks = host.host_tasks if host is not None else _empty_host_tasks()
+
+    tasks_parts, steps_parts, ar_parts = [], [], []
+    seen_devices = set()
+    for rd in dev_rds:
+        dd = load_device(rd, warnings)
+        seen_devices.add(dd.device_id)
+        mine = host_tasks[host_tasks["device_id"] == dd.device_id]
+        joined = join_device(dd.device_id, mine.reset_index(drop=True), dd.tasks, warnings, str(rd.path))
+        steps, ar = build_steps(dd.device_id, dd.step_records)
+        _iterations(joined, steps)
+        before = (joined["start_ns"] >= 0) & (joined["start_ns"] < rd.collection_start_ns)
+        if before.any():
+            warnings.warn(f"{rd.path}: {int(before.sum())} task(s) starting before collectionTimeBegin filtered "
+                          "(as msprof)")
+            joined = joined[~before]
+        tasks_parts.append(joined)
+        steps_parts.append(steps)
+        ar_parts.append(ar)
+    orphan = host_tasks[~host_tasks["device_id"].isin(list(seen_devices))]
+    if len(orphan):
+        devs = sorted(set(orphan["device_id"].tolist()))
+        warnings.warn(f"{prof}: {len(orphan)} host task(s) for device(s) {devs} without a device dir kept as host-only")
+        for d in devs:
+            j = join_device(d, orphan[orphan["device_id"] == d].reset_index(drop=True), _empty_device_tasks(),
+                            WarningLog(), str(prof))
+            _iterations(j, pd.DataFrame(columns=schema.STEP_COLUMNS))
+            tasks_parts.append(j)
+
+    tasks = pd.concat(tasks_parts, ignore_index=True) if tasks_parts else _frame(schema.TASK_COLUMNS)
+    tasks = tasks.sort_values(["device_id", "start_ns", "stream_id", "task_id", "context_id"], kind="stable")
+    steps = _cat(steps_parts, schema.STEP_COLUMNS)
+    all_reduce = _cat(ar_parts, schema.ALL_REDUCE_COLUMNS)
+    api = host.api if host is not None else _frame(schema.API_COLUMNS)
+    if host_rd is not None and len(api):
+        early = api["start_ns"] < host_rd.collection_start_ns
+        if early.any():
+            warnings.warn(f"{host_rd.path}: {int(early.sum())} API record(s) before collectionTimeBegin filtered")
+            api = api[~early].reset_index(drop=True)
+    communication, comm_tasks = _communication(host, tasks)
+    memcpy = _memcpy(host)
+    fusion = _fusion(host)
+    devices = _devices(host_rd, dev_rds)
+    if not len(api) and not len(tasks) and not len(steps):
+        raise DataError(f"{prof}: no profiling data found (data/ dirs are empty or hold no known raw files)")
+    for c in CATEGORY_COLS:
+        tasks[c] = tasks[c].astype(str).astype("category")
+    tasks = tasks[schema.TASK_COLUMNS].reset_index(drop=True)
+    return {"api": api[schema.API_COLUMNS].reset_index(drop=True), "tasks": tasks, "steps": steps,
+            "all_reduce": all_reduce, "communication": communication, "comm_tasks": comm_tasks,
+            "fusion_ops": fusion, "memcpy": memcpy, "devices": devices}
+
+
+def _iterations(joined: pd.DataFrame, steps: pd.DataFrame) -> None:
+    """index_id / iter_id per row: by the model's iteration windows (device rows), else the
+    host's request_id (dynamic launches), else 0."""
+    t = joined["start_ns"].to_numpy(np.int64)
+    model = joined["model_id"].to_numpy(np.int64)
+    idx, it = assign(steps, model, t)
+    dev_row = t >= 0
+    idx = np.where(dev_row, idx, 0)
+    it = np.where(dev_row, it, 0)
+    req = joined["request_id"].to_numpy(np.int64)
+    # host-only rows (no device time) keep the host's iteration (request_id of the Model event)
+    idx = np.where(~dev_row & (req > 0), req, idx)
+    if not steps.empty:
+        lut = steps.set_index(["model_id", "index_id"])["iter_id"]
+        need = (it == 0) & (idx > 0)
+        if need.any():
+            mi = pd.MultiIndex.from_arrays([model[need], idx[need]])
+            it[need] = lut.reindex(mi).fillna(0).to_numpy(np.int64)
+    joined["index_id"] = idx
+    joined["iter_id"] = it
+
+
+def _communication(host: HostData | None, tasks: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if host is None or host.comm_ops.empty:
+        return _frame(schema.COMMUNICATION_COLUMNS), _frame(schema.COMM_TASK_COLUMNS)
+    dev = tasks[(tasks["hccl_api"] >= 0) & (tasks["start_ns"] >= 0)]
+    g = dev.assign(end=dev["start_ns"] + dev["dur_ns"]).groupby(["device_id", "hccl_api", "iter_id"], sort=False)
+    spans = g.agg(start_ns=("start_ns", "min"), end=("end", "max"), index_id=("index_id", "max")).reset_index()
+    ops = host.comm_ops
+    ranks = host.hccl_infos.groupby("hccl_api")["rank_size"].max() if len(host.hccl_infos) else pd.Series(dtype=np.int64)
+    comm = spans.merge(ops, on="hccl_api", how="left")
+    comm["dur_ns"] = comm["end"] - comm["start_ns"]
+    comm["op_type"] = comm["op_name"].astype(str).map(lambda s: re.sub(r"(_\d+)+$", "", s))
+    comm["rank_size"] = comm["hccl_api"].map(ranks).fillna(-1).astype(np.int64)
+    for c, d in (("group_name", "N/A"), ("data_type", "N/A"), ("alg_type", "N/A")):
+        comm[c] = comm[c].fillna(d).astype(object)
+    comm["count"] = comm["count"].fillna(-1).astype(np.int64)
+    comm = comm.sort_values(["device_id", "start_ns"], kind="stable").reset_index(drop=True)
+    communication = comm[schema.COMMUNICATION_COLUMNS]
+
+    # sub-tasks: k-th hccl_info under an HCCL API <-> k-th task_track under it (time order)
+    hi = host.hccl_infos[host.hccl_infos["hccl_api"] >= 0].sort_values(["hccl_api", "timestamp"], kind="stable")
+    hi = hi.assign(k=hi.groupby("hccl_api").cumcount())
+    ht = host.host_tasks[(host.host_tasks["hccl_api"] >= 0)].drop_duplicates("host_row")
+    ht = ht.sort_values(["hccl_api", "timestamp"], kind="stable")
+    ht = ht.assign(k=ht.groupby("hccl_api").cumcount())[["hccl_api", "k", "host_row"]]
+    pairs = hi.merge(ht, on=["hccl_api", "k"], how="inner")
+    rows = dev.merge(pairs, on=["host_row"], how="inner", suffixes=("", "_info"))
+    if rows.empty:
+        return communication, _frame(schema.COMM_TASK_COLUMNS)
+    op_names = ops.set_index("hccl_api")["op_name"]
+    src = np.where(rows["role"] == 1, rows["local_rank"], rows["remote_rank"])
+    dst = np.where(rows["role"] == 1, rows["remote_rank"], rows["local_rank"])
+    dur = rows["dur_ns"].to_numpy(np.float64)
+    ct = pd.DataFrame({
+        "device_id": rows["device_id"], "op_name": rows["hccl_api"].map(op_names).astype(object),
+        "group_name": rows["group_name_info"] if "group_name_info" in rows else rows["group_name"],
+        "plane_id": rows["plane_id"], "task_type": rows["name"], "stream_id": rows["stream_id"],
+        "task_id": rows["task_id"], "context_id": rows["context_id"], "start_ns": rows["start_ns"],
+        "dur_ns": rows["dur_ns"], "src_rank": src, "dst_rank": dst, "transport_type": rows["transport_type"],
+        "size_bytes": rows["data_size"], "data_type": rows["data_type_info"] if "data_type_info" in rows else rows["data_type"],
+        "link_type": rows["link_type"],
+        "bandwidth_gbps": np.where(dur > 0, rows["data_size"].to_numpy(np.float64) / np.maximum(dur, 1), 0.0),
+        "notify_id": rows["notify_id"], "duration_estimated_us": rows["duration_estimated_us"],
+    })
+    return communication, ct.sort_values(["device_id", "start_ns"], kind="stable").reset_index(drop=True)
+
+
+def _memcpy(host: HostData | None) -> pd.DataFrame:
+    if host is None or host.memcpy.empty:
+        return _frame(schema.MEMCPY_COLUMNS)
+    ht = host.host_tasks.drop_duplicates("host_row")
+    ht = ht[ht["runtime_api"] >= 0][["runtime_api", "device_id", "stream_id", "task_id", "batch_id"]]
+    m = host.memcpy[host.memcpy["runtime_api"] >= 0].merge(ht.drop_duplicates("runtime_api"), on="runtime_api")
+    return m[schema.MEMCPY_COLUMNS].reset_index(drop=True)
+
+
+def _fusion(host: HostData | None) -> pd.DataFrame:
+    if host is None or host.fusion.empty:
+        return _frame(schema.FUSION_OP_COLUMNS)
+    names = host.graph_ids.drop_duplicates("model_id", keep="last").set_index("model_id")["model_name"]
+    f = host.fusion.copy()
+    f["model_name"] = f["model_id"].map(names).fillna("N/A")
+    return f[schema.FUSION_OP_COLUMNS]
+
+
+def _devices(host_rd, dev_rds) -> pd.DataFrame:
+    rows = []
+    for rd in ([host_rd] if host_rd is not None else []) + list(dev_rds):
+        dinfo = (rd.info.get("DeviceInfo") or [{}])[0] if isinstance(rd.info.get("DeviceInfo"), list) else {}
+        hw = rd.hwts_mhz
+        rows.append({
+            "device_id": rd.device_id, "pid": _int(rd.info.get("pid")), "pid_name": str(rd.info.get("pid_name", "")),
+            "hostname": str(rd.info.get("hostname", "")), "rank_id": _int(rd.info.get("rank_id"), -1),
+            "platform_version": str(rd.info.get("platform_version", "")),
+            "ai_core_num": _int(dinfo.get("ai_core_num") if dinfo else None, 0),
+            "aiv_num": _int(dinfo.get("aiv_num") if dinfo else None, 0),
+            "hwts_frequency_mhz": float(hw) if hw is not None else float("nan"),
+            "host_cpu_frequency_mhz": float(rd.host_mhz),
+            "collection_date_begin": str(rd.start_info.get("collectionDateBegin", "")),
+            "collection_start_ns": rd.collection_start_ns, "collection_end_ns": rd.collection_end_ns,
+            "job_info": str(rd.info.get("jobInfo", "N/A")) if rd.info.get("jobInfo") not in (None, "") else "N/A",
+            "dir_name": rd.name,
+        })
+    return pd.DataFrame(rows, columns=schema.DEVICE_INFO_FIELDS)
+
+
+def _int(v, default: int = -1) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+def _frame(cols) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+
+
+def _cat(parts, cols) -> pd.DataFrame:
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(
+        {c: pd.Series(dtype=np.int64) for c in cols})
+
+
+HOST_TASK_COLS = {"device_id": np.int64, "stream_id": np.int64, "task_id": np.int64, "batch_id": np.int64,
+                  "context_id": np.int64, "timestamp": np.int64, "host_task_type": object, "kernel_name": object,
+                  "model_id": np.int64, "request_id": np.int64, "connection_id": np.int64, "node_api": np.int64,
+                  "hccl_api": np.int64, "runtime_api": np.int64, "thread_id": np.int64, "op_name": object,
+                  "op_type": object, "task_type": object, "op_state": object, "block_num": np.int64,
+                  "mix_block_num": np.int64, "hf32_eligible": object, "input_shapes": object,
+                  "input_data_types": object, "input_formats": object, "output_shapes": object,
+                  "output_data_types": object, "output_formats": object, "has_op_info": bool, "host_row": np.int64}
+
+
+def _empty_host_tasks() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in HOST_TASK_COLS.items()})
+
+
+def _empty_device_tasks() -> pd.DataFrame:
+    return pd.DataFrame({"stream_id": pd.Series(dtype=np.int64), "task_id": pd.Series(dtype=np.int64),
+                         "context_id": pd.Series(dtype=np.int64), "batch_id": pd.Series(dtype=np.int64),
+                         "start_ns": pd.Series(dtype=np.int64), "dur_ns": pd.Series(dtype=np.int64),
+                         "device_task_type": pd.Series(dtype=object)})

@@ -1,0 +1,110 @@
+"""The CANN call tree per host thread by time containment (msprof §3.2), vectorised.
+
+Levels rank ACL 1 < MODEL 2 < NODE 3 < HCCL 4 < RUNTIME 5.  An API's parent is the innermost
+API of a smaller rank on the same thread whose [start, end] contains it (ACL APIs therefore
+sit at the root).  A point record (task_track, node_basic_info, ...) attaches to the latest API
+of its *own* level on the same thread whose interval contains its timestamp; if there is none
+it still gets ancestors through the innermost containing API of a smaller rank (msprof's
+placeholder node).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from msprof_py.parse.keys import last_le
+from msprof_py.raw.common import LEVEL_ACL, LEVEL_HCCL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME
+
+RANKS = {LEVEL_ACL: 1, LEVEL_MODEL: 2, LEVEL_NODE: 3, LEVEL_HCCL: 4, LEVEL_RUNTIME: 5}
+TREE_LEVELS = tuple(RANKS)
+
+
+def level_rank(levels: np.ndarray) -> np.ndarray:
+    """Rank per level; 0 for levels outside the tree (PTA, msproftx, aicpu, ...)."""
+    out = np.zeros(len(levels), np.int64)
+    for lv, r in RANKS.items():
+        out[np.asarray(levels) == lv] = r
+    return out
+
+
+class CallTree:
+    """API intervals of one host (times in one clock) with parents and per-level ancestors.
+
+    Args:
+        thread: thread code per API (dense ints), start/end: int64 times, levels: report level.
+    """
+
+    def __init__(self, thread: np.ndarray, start: np.ndarray, end: np.ndarray, levels: np.ndarray) -> None:
+        self.thread = np.asarray(thread, np.int64)
+        self.start = np.asarray(start, np.int64)
+        self.end = np.asarray(end, np.int64)
+        self.rank = level_rank(levels)
+        self._by_rank = {}
+        for r in range(1, 6):
+            idx = np.flatnonzero(self.rank == r)
+            o = np.lexsort((self.start[idx], self.thread[idx]))
+            self._by_rank[r] = idx[o]
+        self.parent = self._containers(self.thread, self.start, self.end, self.rank)
+        self.ancestors = self._ancestors()
+
+    def _containers(self, thread, start, end, rank) -> np.ndarray:
+        """Innermost API of rank < ``rank`` containing each [start, end] on the same thread."""
+        out = np.full(len(thread), -1, np.int64)
+        for r in range(1, 5):  # shallow to deep: deeper containers overwrite
+            cand = self._by_rank[r]
+            q = np.flatnonzero(rank > r)
+            if len(cand) == 0 or len(q) == 0:
+                continue
+            hit = self._containing(cand, thread[q], start[q], end[q])
+            ok = hit >= 0
+            out[q[ok]] = hit[ok]
+        return out
+
+    def _containing(self, cand: np.ndarray, qthread, qstart, qend) -> np.ndarray:
+        """Among ``cand`` (sorted by thread, start): the last one starting <= qstart on the same
+        thread, if it also ends >= qend; else -1.  Returns API indices."""
+        pos = last_le(self.thread[cand], self.start[cand], qthread, qstart)
+        ok = pos >= 0
+        ok[ok] &= self.end[cand[pos[ok]]] >= qend[ok]
+        return np.where(ok, cand[np.maximum(pos, 0)], -1)
+
+    def _ancestors(self) -> dict[int, np.ndarray]:
+        """``{level: index of the ancestor-or-self API at that level, -1 if none}``."""
+        n = len(self.rank)
+        anc = {lv: np.full(n, -1, np.int64) for lv in TREE_LEVELS}
+        for lv, r in RANKS.items():
+            anc[lv][self.rank == r] = np.flatnonzero(self.rank == r)
+        cur = self.parent.copy()
+        for _ in range(5):
+            live = cur >= 0
+            if not live.any():
+                break
+            for lv, r in RANKS.items():
+                sel = live & (anc[lv] < 0)
+                sel[sel] &= self.rank[cur[sel]] == r
+                anc[lv][sel] = cur[sel]
+            cur = np.where(live, self.parent[np.maximum(cur, 0)], -1)
+        return anc
+
+    def attach(self, level: int, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        """Same-level API containing each point record, or -1."""
+        r = RANKS[level]
+        cand = self._by_rank[r]
+        if len(cand) == 0 or len(thread) == 0:
+            return np.full(len(thread), -1, np.int64)
+        t = np.asarray(ts, np.int64)
+        return self._containing(cand, np.asarray(thread, np.int64), t, t)
+
+    def point_ancestors(self, level: int, thread: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """(same-level API or -1, ``{level: ancestor API or -1}``) for point records of ``level``."""
+        own = self.attach(level, thread, ts)
+        t = np.asarray(ts, np.int64)
+        n = len(own)
+        container = self._containers(np.asarray(thread, np.int64), t, t, np.full(n, RANKS[level], np.int64))
+        base = np.where(own >= 0, own, container)
+        anc = {}
+        for lv in TREE_LEVELS:
+            a = np.full(n, -1, np.int64)
+            ok = base >= 0
+            a[ok] = self.ancestors[lv][base[ok]]
+            anc[lv] = a
+        return own, anc

@@ -1,0 +1,315 @@
+"""Host side of one PROF dir: API table, call tree, and host tasks with their op info (§3.2).
+
+Output (``HostData``):
+- ``api``: one row per API call / paired event (schema.API_COLUMNS, times local ns);
+- ``host_tasks``: one row per (task_track record x context id) -- msprof's HostTask expanded
+  as the join needs it, with model/request ids, connection id and the launching op's info;
+- ``host_flips``: FLIP_TASK records (device_id, stream_id, task_id, flip_num, timestamp);
+- ``comm_ops`` / ``hccl_infos`` / ``memcpy`` / ``fusion`` raw material for communication tables.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.errors import WarningLog
+from msprof_py.parse.calltree import CallTree
+from msprof_py.parse.flip import compute_batch_id
+from msprof_py.parse.meta import ResultDir
+from msprof_py.parse.reader import discover_host
+from msprof_py.parse.records import (api_event, context_id_info, node_basic_info, simple, task_track,
+                                     tensor_info)
+from msprof_py.parse.records.dictionaries import Dictionaries
+from msprof_py.parse.records.host_common import HostParts, load_parts
+from msprof_py.raw import (api_event as raw_api, context_id_info as raw_ctx, fusion_op_info as raw_fusion,
+                           graph_id_map as raw_graph, hash_dic as raw_hash, hccl_info as raw_hccl_info,
+                           hccl_op_info as raw_hccl_op, memcpy_info as raw_memcpy, node_basic_info as raw_node,
+                           task_track as raw_task, tensor_info as raw_tensor)
+from msprof_py.raw.common import (ACL_HOST_HCCL, ACL_MODEL, ACL_NN, ACL_OP, ACL_OTHERS, ACL_RTS, ACL_ASCENDC,
+                                  INVALID_U32, LEVEL_ACL, LEVEL_HCCL, LEVEL_MODEL, LEVEL_NAMES, LEVEL_NODE,
+                                  LEVEL_RUNTIME)
+
+ACL_FAMILIES = {ACL_OP: "ACL_OP", ACL_MODEL: "ACL_MODEL", ACL_RTS: "ACL_RTS", ACL_OTHERS: "ACL_OTHERS",
+                ACL_NN: "ACL_NN", ACL_ASCENDC: "ACL_ASCENDC", ACL_HOST_HCCL: "HOST_HCCL", 9: "ACL_DVPP",
+                10: "ACL_GRAPH", 11: "ACL_ATB"}
+# task types msprof expands into context ids (cann_analysis_gear.CONTEXT_ID_WHITE_LIST)
+CTX_TASK_TYPES = ("KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV")
+MIX_TASK_TYPES = ("KERNEL_MIX_AIC", "KERNEL_MIX_AIV")
+RTS_TO_GE = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_VECTOR_CORE", "KERNEL_MIX_AIC": "MIX_AIC",
+             "KERNEL_MIX_AIV": "MIX_AIV", "KERNEL_AICPU": "AI_CPU"}
+
+
+@dataclass
+class HostData:
+    api: pd.DataFrame
+    host_tasks: pd.DataFrame
+    host_flips: pd.DataFrame
+    comm_ops: pd.DataFrame
+    hccl_infos: pd.DataFrame
+    memcpy: pd.DataFrame
+    fusion: pd.DataFrame
+    graph_ids: pd.DataFrame
+    dicts: Dictionaries = field(default_factory=Dictionaries)
+
+
+def _empty_parts() -> HostParts:
+    return HostParts([])
+
+
+def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
+    """Parse ``host/data`` of one PROF dir (times converted with the host dir's clocks)."""
+    streams = discover_host(rd.path / "data")
+    dicts = Dictionaries.load([s for (t, _), s in streams.items() if t == raw_hash.HASH_FILE_TAG],
+                              [s for (t, _), s in streams.items() if t == raw_hash.TYPE_FILE_TAG], warnings)
+    ticks = rd.host_ticks()
+    pid = int(rd.info.get("pid", -1) or -1) if str(rd.info.get("pid", "")).lstrip("-").isdigit() else -1
+
+    def parts(tag, dtype):
+        return load_parts(streams, tag, dtype, warnings)
+
+    # ---------------- API table + call tree
+    a = api_event.decode(parts(raw_api.FILE_TAG, raw_api.DTYPE), warnings)
+    start = ticks.to_local_ns(a["start"])
+    end = ticks.to_local_ns(a["end"])
+    thread_codes, threads = pd.factorize(a["thread_id"], sort=True)
+    threads = pd.Index(threads)
+    tree = CallTree(thread_codes, start, end, a["level"])
+    struct_type = dicts.resolve_type(a["level"], a["type"])
+    name = np.asarray(struct_type, dtype=object)
+    is_acl = a["level"] == LEVEL_ACL
+    fam = (a["type"] >> 16).astype(np.int64)
+    struct_obj = name.copy()
+    if is_acl.any():
+        struct_obj[is_acl] = [ACL_FAMILIES.get(int(f), str(int(f))) for f in fam[is_acl]]
+    item = dicts.resolve_hash(a["item_id"])
+    api = pd.DataFrame({
+        "pid": np.full(len(start), pid, np.int64),
+        "thread_id": a["thread_id"].astype(np.int64),
+        "level": pd.Categorical(_level_names(a["level"])),
+        "struct_type": pd.Categorical(struct_obj),
+        "name": pd.Categorical(name),
+        "item_id": item,
+        "start_ns": start,
+        "end_ns": end,
+        "dur_ns": end - start,
+        "connection_id": a["connection_id"],
+        "request_id": a["request_id"],
+        "parent": tree.parent,
+        "device_id": np.full(len(start), -1, np.int64),
+    })
+    # Model-level APIs carry the model id in item_id (a number msprof prints unresolved)
+    model_of_api = np.where(a["level"] == LEVEL_MODEL, a["item_id"].astype(np.int64), INVALID_U32)
+
+    # ---------------- task tracks
+    tt, flips = task_track.decode(parts(raw_task.FILE_TAG, raw_task.DTYPE), dicts)
+    t_time = ticks.to_local_ns(tt["timestamp"])
+    t_thread = _codes_in(threads, tt["thread_id"])
+    own_rt, anc = tree.point_ancestors(LEVEL_RUNTIME, t_thread, t_time)
+    if (own_rt >= 0).any():
+        dev = api["device_id"].to_numpy().copy()
+        dev[own_rt[own_rt >= 0]] = tt["device_id"][own_rt >= 0]
+        api["device_id"] = dev
+    node_api = anc[LEVEL_NODE]
+    model_api = anc[LEVEL_MODEL]
+    acl_api = anc[LEVEL_ACL]
+    hccl_api = anc[LEVEL_HCCL]
+    conn = np.where(node_api >= 0, a["connection_id"][np.maximum(node_api, 0)],
+                    np.where(acl_api >= 0, a["connection_id"][np.maximum(acl_api, 0)], -1))
+    model_id = np.where(model_api >= 0, model_of_api[np.maximum(model_api, 0)], INVALID_U32)
+    request_id = np.where(model_api >= 0, a["request_id"][np.maximum(model_api, 0)], -1)
+    f_time = ticks.to_local_ns(flips["timestamp"])
+    host_flips = pd.DataFrame({"device_id": flips["device_id"].astype(np.int64),
+                               "stream_id": flips["stream_id"].astype(np.int64),
+                               "task_id": flips["task_id"].astype(np.int64),
+                               "flip_num": flips["flip_num"].astype(np.int64), "timestamp": f_time})
+    batch = tt["batch_id"].astype(np.int64)
+    if _all_export(rd) and len(host_flips):
+        skey = tt["device_id"].astype(np.int64) * 65536 + tt["stream_id"]
+        fkey = host_flips["device_id"].to_numpy() * 65536 + host_flips["stream_id"].to_numpy()
+        batch = compute_batch_id(skey, tt["task_id"], t_time, fkey, host_flips["task_id"].to_numpy(),
+                                 f_time, host_flips["flip_num"].to_numpy())
+
+    # ---------------- node info attached to the Node-level launch API
+    node_info = _node_info(parts, dicts, ticks, tree, threads)
+    ctx = context_id_info.decode(parts(raw_ctx.FILE_TAG, raw_ctx.DTYPE), dicts)
+    ctx_api = tree.attach(LEVEL_NODE, _codes_in(threads, ctx["thread_id"]), ticks.to_local_ns(ctx["timestamp"]))
+
+    task_type_names = np.asarray(tt["task_type"], dtype=object)
+    n = len(t_time)
+    tasks = pd.DataFrame({
+        "device_id": tt["device_id"].astype(np.int64),
+        "stream_id": tt["stream_id"].astype(np.int64),
+        "task_id": tt["task_id"].astype(np.int64),
+        "batch_id": batch,
+        "timestamp": t_time,
+        "host_task_type": tt["task_type"],
+        "kernel_name": tt["kernel_name"],
+        "model_id": model_id.astype(np.int64),
+        "request_id": request_id.astype(np.int64),
+        "connection_id": conn.astype(np.int64),
+        "node_api": node_api,
+        "hccl_api": hccl_api,
+        "runtime_api": own_rt,
+        "thread_id": tt["thread_id"].astype(np.int64),
+    })
+    for col, default in (("op_name", None), ("op_type", "N/A"), ("task_type", None), ("op_state", "N/A"),
+                         ("block_num", 0), ("mix_block_num", 0), ("hf32_eligible", "N/A"),
+                         *((f, "N/A") for f in tensor_info.FIELDS)):
+        src = node_info[col]
+        has = node_api >= 0
+        vals = np.empty(n, dtype=object if default is None or isinstance(default, str) else np.int64)
+        if default is not None:
+            vals[:] = default
+        idx = np.where(has, src.index_of(np.maximum(node_api, 0)), -1) if n else np.zeros(0, np.int64)
+        ok = idx >= 0
+        if ok.any():
+            vals[ok] = src.values[idx[ok]]
+        tasks[col] = vals
+    # op name: ctx-id record's op name, else Node API item_id; only kernel tasks carry op info
+    node_item = np.asarray(item, dtype=object)
+    op_name = tasks["op_name"].to_numpy(dtype=object)
+    miss = pd.isna(op_name) & (node_api >= 0)
+    op_name[miss] = node_item[node_api[miss]]
+    hccl_sel = hccl_api >= 0
+    op_name[hccl_sel & (node_api < 0)] = node_item[hccl_api[hccl_sel & (node_api < 0)]]
+    tasks["op_name"] = op_name
+    tt_type = tasks["task_type"].to_numpy(dtype=object)
+    miss = pd.isna(tt_type)
+    tt_type[miss] = [RTS_TO_GE.get(t, "N/A") if na else "N/A" for t, na in zip(task_type_names[miss], (node_api >= 0)[miss])]
+    tasks["task_type"] = tt_type
+    kernel_like = pd.Series(task_type_names).str.startswith("KERNEL_").to_numpy() | np.isin(
+        task_type_names, ["FFTS_PLUS", "STARS_COMMON"])
+    has_info = kernel_like & ((node_api >= 0) | (hccl_api >= 0))
+    tasks["has_op_info"] = has_info
+    tasks = _expand_contexts(tasks, task_type_names, ctx, ctx_api)
+
+    comm_ops, hccl_infos = _communication(parts, dicts, ticks, tree, threads, a, item, model_of_api)
+    mem = simple.memcpy_info(parts(raw_memcpy.FILE_TAG, raw_memcpy.DTYPE), dicts)
+    mem_rt = tree.attach(LEVEL_RUNTIME, _codes_in(threads, mem["thread_id"]), ticks.to_local_ns(mem["timestamp"]))
+    memcpy = pd.DataFrame({"runtime_api": mem_rt, "size_bytes": mem["data_size"], "direction": mem["direction"]})
+    fus = simple.fusion_op_info(parts(raw_fusion.FILE_TAG, raw_fusion.DTYPE), dicts)
+    f_model = tree.point_ancestors(LEVEL_NODE, _codes_in(threads, fus["thread_id"]),
+                                   ticks.to_local_ns(fus["timestamp"]))[1][LEVEL_MODEL]
+    graph = simple.graph_id_map(parts(raw_graph.FILE_TAG, raw_graph.DTYPE), dicts)
+    graph_ids = pd.DataFrame({k: graph[k] for k in ("model_name", "graph_id", "model_id")})
+    fusion = pd.DataFrame({
+        "model_id": np.where(f_model >= 0, model_of_api[np.maximum(f_model, 0)], INVALID_U32).astype(np.int64),
+        "fusion_op": fus["op_name"], "original_ops": fus["original_ops"],
+        **{f"memory_{k}_kb": fus[f"{k}_mem"] / 1024.0 for k in ("input", "output", "weight", "workspace", "total")},
+    })
+    return HostData(api, tasks, host_flips, comm_ops, hccl_infos, memcpy, fusion, graph_ids, dicts)
+
+
+@dataclass
+class _Lookup:
+    """API index -> row of a per-API info table."""
+
+    api_index: np.ndarray  # sorted API indices that have info
+    values: np.ndarray
+
+    def index_of(self, api: np.ndarray) -> np.ndarray:
+        pos = np.searchsorted(self.api_index, api)
+        pos = np.minimum(pos, max(len(self.api_index) - 1, 0))
+        ok = (len(self.api_index) > 0) & (self.api_index[pos] == api) if len(self.api_index) else np.zeros(len(api), bool)
+        return np.where(ok, pos, -1)
+
+
+def _node_info(parts, dicts, ticks, tree: CallTree, threads) -> dict[str, _Lookup]:
+    nb = node_basic_info.decode(parts(raw_node.FILE_TAG, raw_node.DTYPE), dicts)
+    nb_api = tree.attach(LEVEL_NODE, _codes_in(threads, nb["thread_id"]), ticks.to_local_ns(nb["timestamp"]))
+    ti = tensor_info.decode(parts(raw_tensor.FILE_TAG, raw_tensor.DTYPE), dicts)
+    ti_api = tree.attach(LEVEL_NODE, _codes_in(threads, ti["thread_id"]), ticks.to_local_ns(ti["timestamp"]))
+    out: dict[str, _Lookup] = {}
+
+    def table(api_idx, cols):
+        ok = api_idx >= 0
+        # the last record attached to an API wins
+        idx = np.flatnonzero(ok)
+        order = np.argsort(api_idx[idx], kind="stable")
+        keys = api_idx[idx][order]
+        last = np.r_[keys[1:] != keys[:-1], True] if len(keys) else np.zeros(0, bool)
+        rows = idx[order][last]
+        for name, col in cols.items():
+            out[name] = _Lookup(keys[last], np.asarray(col, dtype=object)[rows] if col.dtype == object or
+                                isinstance(col, pd.Categorical) else np.asarray(col)[rows])
+
+    table(nb_api, {"op_name": np.asarray(nb["op_name"], dtype=object), "op_type": np.asarray(nb["op_type"], dtype=object),
+                   "task_type": np.asarray(nb["task_type"], dtype=object), "op_state": nb["op_state"].astype(object),
+                   "block_num": nb["block_num"], "mix_block_num": nb["mix_block_num"],
+                   "hf32_eligible": nb["hf32_eligible"].astype(object)})
+    table(ti_api, {f: ti[f] for f in tensor_info.FIELDS})
+    return out
+
+
+def _expand_contexts(tasks: pd.DataFrame, type_names: np.ndarray, ctx: dict, ctx_api: np.ndarray) -> pd.DataFrame:
+    """One row per context id: node ctx ids (+ "0" for MIX) + 4294967295 for white-listed
+    kernel types; other tasks keep the single default context 4294967295."""
+    n = len(tasks)
+    task_idx = [np.arange(n)]
+    ctx_vals = [np.full(n, INVALID_U32, np.int64)]
+    white = np.isin(type_names, CTX_TASK_TYPES)
+    node_api = tasks["node_api"].to_numpy()
+    if len(ctx["ctx_id"]) and white.any():
+        rec_api = ctx_api[ctx["ctx_record"]]
+        pairs = pd.DataFrame({"api": rec_api, "ctx": ctx["ctx_id"]})
+        pairs = pairs[(pairs["api"] >= 0) & (pairs["ctx"] != INVALID_U32)].drop_duplicates()
+        sel = pd.DataFrame({"t": np.flatnonzero(white & (node_api >= 0))})
+        sel["api"] = node_api[sel["t"].to_numpy()]
+        m = sel.merge(pairs, on="api", how="inner")
+        task_idx.append(m["t"].to_numpy())
+        ctx_vals.append(m["ctx"].to_numpy(np.int64))
+    mix = np.flatnonzero(np.isin(type_names, MIX_TASK_TYPES))
+    task_idx.append(mix)
+    ctx_vals.append(np.zeros(len(mix), np.int64))
+    ti = np.concatenate(task_idx)
+    cv = np.concatenate(ctx_vals)
+    dedup = pd.DataFrame({"t": ti, "c": cv}).drop_duplicates().sort_values(["t", "c"], kind="stable")
+    out = tasks.iloc[dedup["t"].to_numpy()].reset_index(drop=True)
+    out.insert(4, "context_id", dedup["c"].to_numpy(np.int64))
+    out["host_row"] = dedup["t"].to_numpy(np.int64)
+    return out
+
+
+def _communication(parts, dicts, ticks, tree: CallTree, threads, a, item, model_of_api):
+    """HCCL-level APIs (big ops) with hccl_op_info of their Node launch, and hccl_info records."""
+    hccl_idx = np.flatnonzero(a["level"] == LEVEL_HCCL)
+    op = simple.hccl_op_info(parts(raw_hccl_op.FILE_TAG, raw_hccl_op.DTYPE), dicts)
+    op_node = tree.attach(LEVEL_NODE, _codes_in(threads, op["thread_id"]), ticks.to_local_ns(op["timestamp"]))
+    node_anc = tree.ancestors[LEVEL_NODE][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
+    model_anc = tree.ancestors[LEVEL_MODEL][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
+    info = pd.DataFrame({"node_api": op_node, "group_name": op["group_name"], "data_type": op["data_type"],
+                         "alg_type": op["alg_type"], "count": op["count"]}).drop_duplicates("node_api", keep="last")
+    ops = pd.DataFrame({"hccl_api": hccl_idx, "node_api": node_anc,
+                        "op_name": np.asarray(item, dtype=object)[hccl_idx],
+                        "model_id": np.where(model_anc >= 0, model_of_api[np.maximum(model_anc, 0)], INVALID_U32),
+                        "request_id": np.where(model_anc >= 0, a["request_id"][np.maximum(model_anc, 0)], -1),
+                        "connection_id": a["connection_id"][hccl_idx]})
+    ops = ops.merge(info, on="node_api", how="left")
+    hi = simple.hccl_info(parts(raw_hccl_info.FILE_TAG, raw_hccl_info.DTYPE), dicts)
+    hi_api = tree.attach(LEVEL_HCCL, _codes_in(threads, hi["thread_id"]), ticks.to_local_ns(hi["timestamp"]))
+    infos = pd.DataFrame({"hccl_api": hi_api, "timestamp": ticks.to_local_ns(hi["timestamp"]),
+                          **{k: v for k, v in hi.items() if k not in ("thread_id", "timestamp")}})
+    return ops, infos
+
+
+def _codes_in(threads: pd.Index, values: np.ndarray) -> np.ndarray:
+    """Thread ids -> the call tree's thread codes (unknown threads get a code no API has)."""
+    pos = threads.get_indexer(np.asarray(values))
+    return np.where(pos >= 0, pos, len(threads) + 1).astype(np.int64)
+
+
+def _level_names(levels: np.ndarray) -> np.ndarray:
+    uniq, inv = np.unique(levels, return_inverse=True)
+    return np.array([LEVEL_NAMES.get(int(u), str(int(u))) for u in uniq], dtype=object)[inv] if len(levels) else \
+        np.zeros(0, object)
+
+
+def _all_export(rd: ResultDir) -> bool:
+    """msprof recomputes host batch ids from flips in all-export mode (drvVersion >= 0x072211)."""
+    try:
+        return int(rd.info.get("drvVersion", 0)) >= 467473
+    except (TypeError, ValueError):
+        return False

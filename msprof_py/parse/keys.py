@@ -1,0 +1,70 @@
+"""Vectorised key helpers: dense codes for composite keys, and "last row at or before" lookups
+per key (the building block of the call tree, start/end pairing and window rules)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def group_codes(*columns: np.ndarray) -> np.ndarray:
+    """Dense int64 codes (0..K-1) for the composite key of ``columns`` (equal rows, equal code)."""
+    n = len(columns[0]) if columns else 0
+    code = np.zeros(n, np.int64)
+    size = 1
+    for col in columns:
+        c, uniques = pd.factorize(np.asarray(col), sort=True)
+        code = code * max(len(uniques), 1) + c
+        size *= max(len(uniques), 1)
+        if size > 2 ** 40:  # re-densify before the product can overflow
+            code, u = pd.factorize(code, sort=True)
+            size = max(len(u), 1)
+    if columns:
+        code = pd.factorize(code, sort=True)[0].astype(np.int64)
+    return code
+
+
+def last_le(keys: np.ndarray, times: np.ndarray, qkeys: np.ndarray, qtimes: np.ndarray) -> np.ndarray:
+    """For each query, the index of the last row with the same key and time <= query time, else -1.
+
+    ``keys``/``times`` must be sorted by (key, time); keys are dense non-negative ints.
+    """
+    out = np.full(len(qkeys), -1, np.int64)
+    if len(keys) == 0 or len(qkeys) == 0:
+        return out
+    keys = keys.astype(np.int64)
+    qkeys = qkeys.astype(np.int64)
+    t = times.astype(np.int64)
+    qt = qtimes.astype(np.int64)
+    tmin = min(int(t.min()), int(qt.min()))
+    span = max(int(t.max()), int(qt.max())) - tmin + 1
+    kmax = max(int(keys.max()), int(qkeys.max())) + 1
+    if span * kmax < 2 ** 62:
+        g = keys * span + (t - tmin)
+        q = qkeys * span + (qt - tmin)
+        pos = np.searchsorted(g, q, side="right") - 1
+    else:  # huge time span: one searchsorted per key block (keys, not records)
+        pos = np.full(len(qkeys), -1, np.int64)
+        bounds = np.searchsorted(keys, np.arange(kmax + 1))
+        for k in np.unique(qkeys):
+            sel = qkeys == k
+            lo, hi = bounds[k], bounds[k + 1] if k + 1 <= kmax else len(keys)
+            pos[sel] = lo + np.searchsorted(t[lo:hi], qt[sel], side="right") - 1
+    valid = (pos >= 0)
+    valid[valid] &= keys[pos[valid]] == qkeys[valid]
+    out[valid] = pos[valid]
+    return out
+
+
+def rank_in_group(codes: np.ndarray) -> np.ndarray:
+    """0-based position of each row among rows of the same code (rows already in the wanted order)."""
+    n = len(codes)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    order = np.argsort(codes, kind="stable")
+    sc = codes[order]
+    new = np.ones(n, bool)
+    new[1:] = sc[1:] != sc[:-1]
+    starts = np.maximum.accumulate(np.where(new, np.arange(n), 0))
+    r = np.empty(n, np.int64)
+    r[order] = np.arange(n) - starts
+    return r

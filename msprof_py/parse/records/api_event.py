@@ -1,0 +1,72 @@
+"""``api_event.data``: MsprofApi intervals and MsprofEvent points (40 B each, one file).
+
+Output: APIs (begin > 0) plus Events paired into pseudo-APIs by (level, thread, type,
+request_id, item_id) in file order -- first = start, second = end (msprof's
+CANNEventGenerator).  Every record takes the next running ``connection_id`` in file order
+(unaging stream first, then aging); a pseudo-API keeps its start record's id.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from msprof_py.errors import WarningLog
+from msprof_py.parse.records.host_common import HostParts
+from msprof_py.raw import api_event
+from msprof_py.raw.common import EVENT_FLAG
+
+
+def decode(parts: HostParts, warnings: WarningLog) -> dict[str, np.ndarray]:
+    """Columns (raw host counters, not yet converted): level, type, thread_id, item_id,
+    start, end, request_id (-1 for APIs), connection_id, is_event."""
+    n = len(parts)
+    level = parts.col("level", np.uint16)
+    typ = parts.col("type", np.uint32)
+    thread = parts.col("thread_id", np.uint32)
+    req = parts.col(api_event.REQUEST_ID, np.uint32)
+    begin = parts.col(api_event.BEGIN, np.uint64)
+    end = parts.col("end", np.uint64)
+    item = parts.col("item_id", np.uint64)
+    conn = np.arange(n, dtype=np.int64)
+    is_event = end == np.uint64(EVENT_FLAG)
+
+    api = ~is_event
+    bad = api & ((begin == 0) | (end < begin))
+    if bad.any():
+        warnings.warn(f"api_event: {int(bad.sum())} API record(s) with begin == 0 or end < begin dropped (invalid)")
+    api &= ~bad
+
+    # --- events: pair by key in file order
+    ev = np.flatnonzero(is_event)
+    e_key = np.stack([level[ev].astype(np.uint64), thread[ev].astype(np.uint64), typ[ev].astype(np.uint64),
+                      req[ev].astype(np.uint64), item[ev]])
+    order = np.lexsort(e_key[::-1]) if len(ev) else np.zeros(0, np.int64)  # stable: file order kept in a key
+    sk = e_key[:, order]
+    new_group = np.ones(len(order), bool)
+    if len(order) > 1:
+        new_group[1:] = np.any(sk[:, 1:] != sk[:, :-1], axis=0)
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(len(order)), 0))
+    rank = np.arange(len(order)) - group_start
+    gid = np.cumsum(new_group) - 1
+    gsize = np.bincount(gid)[gid] if len(order) else np.zeros(0, np.int64)
+    is_start = (rank % 2 == 0) & (rank + 1 < gsize)
+    unpaired = (rank % 2 == 0) & ~is_start
+    if unpaired.any():
+        warnings.warn(f"api_event: {int(unpaired.sum())} Event record(s) without a matching end event ignored")
+    s_idx = ev[order[is_start]]
+    e_idx = ev[order[np.flatnonzero(is_start) + 1]]
+
+    a_idx = np.flatnonzero(api)
+    idx = np.concatenate([a_idx, s_idx])
+    out = {
+        "level": level[idx],
+        "type": typ[idx],
+        "thread_id": thread[idx],
+        "item_id": item[idx],
+        "start": begin[idx],
+        "end": np.concatenate([end[a_idx], begin[e_idx]]),
+        "request_id": np.concatenate([np.full(len(a_idx), -1, np.int64), req[s_idx].astype(np.int64)]),
+        "connection_id": conn[idx],
+        "is_event": np.concatenate([np.zeros(len(a_idx), bool), np.ones(len(s_idx), bool)]),
+    }
+    order2 = np.argsort(out["connection_id"], kind="stable")
+    return {k: v[order2] for k, v in out.items()}

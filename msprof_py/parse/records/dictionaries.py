@@ -1,0 +1,66 @@
+"""hash_dic and type_info_dic: every slice of both streams merged into lookup tables, and
+vectorised resolution of hash / type columns into pandas categoricals.
+
+msprof shows an unknown hash as its decimal number (so a Model-level ``item_id`` that is the
+model id itself resolves to e.g. ``"1"``); an unknown kernel name shows as "N/A".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.errors import WarningLog
+from msprof_py.parse.reader import Stream, read_bytes
+from msprof_py.raw import hash_dic
+
+
+@dataclass
+class Dictionaries:
+    hashes: dict[int, str] = field(default_factory=dict)
+    types: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, hash_streams: list[Stream], type_streams: list[Stream], warnings: WarningLog) -> "Dictionaries":
+        out = cls()
+        for stream in hash_streams:
+            for path in stream.paths:
+                mapping, bad = hash_dic.parse_hash_dic(_text(path))
+                out.hashes.update(mapping)
+                if bad:
+                    warnings.warn(f"{path}: {len(bad)} malformed hash_dic line(s) ignored (first: line {bad[0]})")
+        for stream in type_streams:
+            for path in stream.paths:
+                mapping2, bad = hash_dic.parse_type_dic(_text(path))
+                out.types.update(mapping2)
+                if bad:
+                    warnings.warn(f"{path}: {len(bad)} malformed type_info_dic line(s) ignored (first: line {bad[0]})")
+        return out
+
+    def resolve_hash(self, values: np.ndarray, unknown: str | None = None) -> pd.Categorical:
+        """Hash column -> categorical of names; unknown -> decimal number (or ``unknown``)."""
+        return _resolve(values, lambda v: self.hashes.get(v, str(v) if unknown is None else unknown))
+
+    def resolve_type(self, levels: np.ndarray, types: np.ndarray) -> pd.Categorical:
+        """(level, type) columns -> categorical of type names; unknown -> decimal type."""
+        key = (np.asarray(levels, np.uint64) << np.uint64(32)) | np.asarray(types, np.uint64)
+        return _resolve(key, lambda k: self.types.get((k >> 32, k & 0xFFFFFFFF), str(k & 0xFFFFFFFF)))
+
+    def type_ids(self, level: int, name: str) -> list[int]:
+        """All type ids registered under ``level`` with ``name`` (e.g. FLIP_TASK at 5000)."""
+        return [t for (lv, t), n in self.types.items() if lv == level and n == name]
+
+
+def _resolve(values: np.ndarray, lookup) -> pd.Categorical:
+    uniq, inverse = np.unique(np.asarray(values), return_inverse=True)
+    names = [lookup(int(u)) for u in uniq]  # one Python call per distinct value, not per record
+    cats, codes_of_uniq = np.unique(np.array(names, dtype=object), return_inverse=True) if names else (
+        np.array([], dtype=object), np.array([], dtype=np.int64))
+    codes = codes_of_uniq[inverse] if len(uniq) else np.array([], dtype=np.int64)
+    return pd.Categorical.from_codes(codes.astype(np.int32), categories=pd.Index(cats.astype(str)))
+
+
+def _text(path) -> str:
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", errors="replace")

@@ -1,0 +1,90 @@
+"""``stars_soc.data``: STARS ACSQ task logs and FFTS+ sub-task logs (64 B) -> device tasks.
+
+Pairing follows msprof's LogModeling: logs are grouped by key (stream, task, context) in
+timestamp order; an end is accepted for the latest start <= it that has no end yet (the queue
+merge, which equals the in-order zip when start/end counts agree); ends with no start and
+starts with no end are dropped with a warning.  Stream/task ids are decoded with msprof's
+expandStatus = 0 rules (``raw.stars_soc.physical_ids``).  ACSQ rows get context 4294967295.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.errors import WarningLog
+from msprof_py.parse.keys import group_codes, last_le
+from msprof_py.raw import stars_soc as raw
+from msprof_py.raw.common import INVALID_U32
+
+
+def decode(records: np.ndarray, warnings: WarningLog, where: str) -> dict[str, np.ndarray]:
+    """Device tasks: stream_id, task_id, context_id, start, end (syscnt), device_task_type (categorical).
+
+    Rows are sorted by start time."""
+    word0 = records["word0"]
+    func = raw.func_type(word0)
+    acsq = (func == raw.FUNC_ACSQ_START) | (func == raw.FUNC_ACSQ_END)
+    ffts = (func == raw.FUNC_FFTS_START) | (func == raw.FUNC_FFTS_END)
+    stream, task = raw.physical_ids(records["stream_id"], records["task_id"])
+    ffts_view = records.view(raw.FFTS_DTYPE) if len(records) else np.zeros(0, raw.FFTS_DTYPE)
+    ctx = np.where(ffts, ffts_view["sub_task_id"].astype(np.int64), INVALID_U32)
+    sqe = raw.sqe_type(word0).astype(np.int64)
+    sub = (ffts_view["sub_task_type"] & 0xFF).astype(np.int64)
+    # type code space: ACSQ sqe types as-is, FFTS sub-task types offset by 1000
+    tcode = np.where(ffts, 1000 + sub, sqe)
+    is_start = (func == raw.FUNC_ACSQ_START) | (func == raw.FUNC_FFTS_START)
+    keep = acsq | ffts
+    other = int((~keep).sum())
+    if other:
+        warnings.warn(f"{where}: {other} STARS log(s) of other kinds (block/PMU logs) not used for task times")
+    idx = np.flatnonzero(keep)
+    return pair(stream[idx], task[idx], ctx[idx], records["timestamp"][idx], is_start[idx], tcode[idx],
+                warnings, where)
+
+
+def pair(stream, task, ctx, ts, is_start, tcode, warnings: WarningLog, where: str) -> dict[str, np.ndarray]:
+    """Queue-merge start/end logs per (stream, task, context) key (vectorised)."""
+    key = group_codes(stream, task, ctx)
+    order = np.lexsort((~is_start, ts, key))  # by key, time; a start before an end at equal time
+    k, t, st = key[order], ts[order], is_start[order]
+    s_pos = np.flatnonzero(st)
+    e_pos = np.flatnonzero(~st)
+    # for each end: the last start of the same key at or before it
+    cand = last_le(k[s_pos], t[s_pos], k[e_pos], t[e_pos])
+    ok = cand >= 0
+    # first end claiming a start wins (ends are time-ordered within a key)
+    claimed = np.zeros(len(s_pos), bool)
+    first_claim = np.zeros(len(e_pos), bool)
+    if ok.any():
+        c = cand[ok]
+        uniq, first_idx = np.unique(c, return_index=True)
+        sel = np.flatnonzero(ok)[first_idx]
+        first_claim[sel] = True
+        claimed[uniq] = True
+    dropped_ends = int((~first_claim).sum())
+    dropped_starts = int((~claimed).sum())
+    if dropped_ends or dropped_starts:
+        warnings.warn(f"{where}: {dropped_starts} task start log(s) without an end and {dropped_ends} end log(s) "
+                      "without a start dropped (start/end pairing)")
+    s_sel = order[s_pos[cand[first_claim]]]
+    e_sel = order[e_pos[first_claim]]
+    start = ts[s_sel]
+    out = {
+        "stream_id": stream[s_sel].astype(np.int64),
+        "task_id": task[s_sel].astype(np.int64),
+        "context_id": ctx[s_sel].astype(np.int64),
+        "start": start,
+        "end": ts[e_sel],
+        "device_task_type": type_names(tcode[s_sel]),
+    }
+    o = np.argsort(start, kind="stable")
+    return {name: (v[o] if not isinstance(v, pd.Categorical) else v[o]) for name, v in out.items()}
+
+
+def type_names(tcode: np.ndarray) -> pd.Categorical:
+    uniq, inv = np.unique(tcode, return_inverse=True)
+    names = [raw.FFTS_SUBTASK_TYPES.get(int(c) - 1000, str(int(c) - 1000)) if c >= 1000
+             else raw.SQE_TYPES.get(int(c), str(int(c))) for c in uniq]
+    cats, codes = np.unique(np.array(names, dtype=object), return_inverse=True) if names else ([], [])
+    return pd.Categorical.from_codes(np.asarray(codes, np.int32)[inv] if len(uniq) else np.zeros(0, np.int32),
+                                     categories=pd.Index(list(cats), dtype=object).astype(str))

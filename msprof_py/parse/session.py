@@ -1,0 +1,207 @@
+"""``load(path) -> Session``: every PROF dir under ``path`` parsed into the tables of
+:mod:`msprof_py.parse.schema`, with model/iteration selection as msprof does it."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.errors import DataError, InvalidParamError, InvalidPathError, StepTraceError, WarningLog
+from msprof_py.parse import cache, schema
+from msprof_py.parse.meta import ResultDir, load_result_dir
+from msprof_py.raw.common import INVALID_U32
+from msprof_py.raw.files import FILTER_DIRS, HOST_DIR
+
+DEVICE_DIR_RE = re.compile(r"^device_(\d+)$")
+TABLES = ("api", "tasks", "steps", "all_reduce", "communication", "comm_tasks", "fusion_ops", "memcpy", "devices")
+
+
+@dataclass
+class Session:
+    """Parsed profiling data of one or several PROF dirs.
+
+    Tables (pandas DataFrames, columns exactly as in :mod:`msprof_py.parse.schema`, times are
+    int64 local wall-clock ns):
+
+    - ``api``: host API calls and paired events (``schema.API_COLUMNS``);
+    - ``tasks``: device tasks joined with their host launch (``schema.TASK_COLUMNS``), plus
+      host-only rows (``match`` == "host_only", start/dur -1);
+    - ``steps`` / ``all_reduce``: iterations per (device, model) and all-reduce tag pairs;
+    - ``communication`` / ``comm_tasks``: HCCL big ops and their sub-tasks;
+    - ``fusion_ops``, ``memcpy``, ``devices``.
+
+    ``profs`` holds one Session per PROF dir (``path`` set) when several were loaded;
+    ``warnings`` collects every recoverable problem met while parsing (print once at the end).
+    """
+
+    path: Path
+    api: pd.DataFrame
+    tasks: pd.DataFrame
+    steps: pd.DataFrame
+    all_reduce: pd.DataFrame
+    communication: pd.DataFrame
+    comm_tasks: pd.DataFrame
+    fusion_ops: pd.DataFrame
+    memcpy: pd.DataFrame
+    devices: pd.DataFrame
+    warnings: WarningLog = field(default_factory=WarningLog)
+    profs: list["Session"] = field(default_factory=list)
+    selection: tuple[int, int, int] | None = None  # (model_id, iteration_id, count) after select()
+
+    # ------------------------------------------------------------------ queries
+    def model_ids(self) -> list[int]:
+        """Models msprof lets you select: (models with GE op info or HCCL ops) & step-trace models."""
+        ge = set(self.tasks.loc[self.tasks["op_type"] != "N/A", "model_id"].unique().tolist())
+        ge |= set(self.communication["model_id"].unique().tolist())
+        return sorted(m for m in set(self.steps["model_id"].unique().tolist()) & ge if m != INVALID_U32)
+
+    def select(self, model_id: int, iteration_id: int, iteration_count: int = 1) -> "Session":
+        """Tables restricted to iterations ``iteration_id .. iteration_id+count-1`` of ``model_id``.
+
+        Window per device (msprof's rule): ``(max step_end of any iteration with step_end <
+        first.step_start, last.step_end]``.  Device rows are selected by start time in the window
+        (rows of other models are dropped, device-only rows kept); host-only rows of the model by
+        index id.  Raises InvalidParamError / StepTraceError with msprof's messages."""
+        if not 1 <= iteration_count <= 5:
+            raise InvalidParamError(f"The iteration count {iteration_count} is invalid. Must be greater than 0 "
+                                    "and less than or equal to 5.")
+        valid = self.model_ids()
+        if model_id not in valid:
+            raise InvalidParamError(f"The model id {model_id} is invalid. Must select from "
+                                    f"{{{', '.join(map(str, valid))}}}. Please enter a valid model id.")
+        ms = self.steps[self.steps["model_id"] == model_id]
+        lo, hi = int(ms["index_id"].min()), int(ms["index_id"].max())
+        last = iteration_id + iteration_count - 1
+        if iteration_id < lo or last > hi:
+            rng = f"{iteration_id}-{last}" if iteration_count > 1 else f"{iteration_id}"
+            raise StepTraceError(f"The exported iteration {rng} is invalid for model id {model_id}. "
+                                 f"Please enter a valid iteration within {lo}-{hi}.")
+        from msprof_py.parse.steps import window_starts
+
+        ws_all = window_starts(self.steps.reset_index(drop=True))
+        st = self.steps.reset_index(drop=True).assign(_ws=ws_all)
+        chosen = st[(st["model_id"] == model_id) & st["index_id"].between(iteration_id, last)]
+        windows = chosen.groupby("device_id").agg(lo=("_ws", "min"), hi=("step_end_ns", "max"))
+
+        def in_window(df: pd.DataFrame, col: str, per_device: bool = True) -> np.ndarray:
+            if df.empty:
+                return np.zeros(0, bool)
+            if per_device and "device_id" in df.columns:
+                w = windows.reindex(df["device_id"].to_numpy())
+                lo_, hi_ = w["lo"].to_numpy(), w["hi"].to_numpy()
+            else:
+                lo_, hi_ = windows["lo"].min(), windows["hi"].max()
+            t = df[col].to_numpy()
+            return (t > lo_) & (t <= hi_)
+
+        t = self.tasks
+        dev_rows = in_window(t, "start_ns") & ((t["model_id"] == model_id) | (t["match"] == "device_only")).to_numpy()
+        host_rows = ((t["match"] == "host_only") & (t["model_id"] == model_id)
+                     & t["index_id"].isin([0, *range(iteration_id, last + 1)])).to_numpy()
+        new = replace(
+            self,
+            api=self.api[in_window(self.api, "start_ns", per_device=False)].reset_index(drop=True),
+            tasks=t[dev_rows | host_rows].reset_index(drop=True),
+            steps=self.steps[(self.steps["model_id"] == model_id)
+                             & self.steps["index_id"].between(iteration_id, last)].reset_index(drop=True),
+            all_reduce=self.all_reduce[(self.all_reduce["model_id"] == model_id)
+                                       & self.all_reduce["index_id"].between(iteration_id, last)].reset_index(drop=True),
+            communication=self.communication[in_window(self.communication, "start_ns")].reset_index(drop=True),
+            comm_tasks=self.comm_tasks[in_window(self.comm_tasks, "start_ns")].reset_index(drop=True),
+            profs=[],
+            selection=(model_id, iteration_id, iteration_count),
+        )
+        return new
+
+    def table(self, name: str) -> pd.DataFrame:
+        return getattr(self, name)
+
+
+# ---------------------------------------------------------------------- discovery
+def find_prof_dirs(path: str | os.PathLike[str]) -> list[Path]:
+    """``path`` itself if it is a PROF dir, else its PROF sub-dirs (one level, msprof's rule)."""
+    p = Path(os.path.expanduser(os.fspath(path)))
+    if not p.exists():
+        raise InvalidPathError(f'The path "{p}" does not exist. Please check the path.')
+    if not p.is_dir():
+        raise InvalidPathError(f'The path "{p}" is not a directory. Please check the path.')
+    if _is_prof(p):
+        return [p]
+    subs = sorted(c for c in _children(p) if c.name not in FILTER_DIRS and _is_prof(c))
+    if not subs:
+        raise InvalidPathError(f'The path "{p}" does not have PROF dir. Please check the path.')
+    return subs
+
+
+def _children(p: Path) -> list[Path]:
+    try:
+        return [c for c in p.iterdir() if c.is_dir()]
+    except OSError as err:
+        raise InvalidPathError(f'The path "{p}" cannot be read ({err.strerror}).') from None
+
+
+def _is_prof(p: Path) -> bool:
+    return any(c.name == HOST_DIR or DEVICE_DIR_RE.match(c.name) for c in _children(p))
+
+
+# ---------------------------------------------------------------------- loading
+def load(path: str | os.PathLike[str], use_cache: bool = True) -> Session:
+    """Parse every PROF dir at ``path`` (a PROF dir or its parent) into one Session."""
+    sessions = [load_prof(p, use_cache) for p in find_prof_dirs(path)]
+    if len(sessions) == 1:
+        return sessions[0]
+    warnings = WarningLog()
+    for s in sessions:
+        warnings.extend(s.warnings)
+    tables = {name: pd.concat([getattr(s, name) for s in sessions], ignore_index=True) for name in TABLES}
+    for name in ("api", "tasks", "communication", "comm_tasks"):
+        tables[name] = _recategorize(tables[name])
+    return Session(path=Path(path), warnings=warnings, profs=sessions, **tables)
+
+
+def load_prof(prof: Path, use_cache: bool = True) -> Session:
+    """One PROF dir, from the cache when the raw files are unchanged."""
+    key = cache.fingerprint(prof)
+    if use_cache:
+        data = cache.load(prof, key)
+        if data is not None:
+            return Session(path=prof, warnings=WarningLog(list(data.pop("warnings"))), **data)
+    from msprof_py.parse.build import build_prof
+
+    warnings = WarningLog()
+    tables = build_prof(prof, warnings)
+    session = Session(path=prof, warnings=warnings, **tables)
+    if use_cache:
+        cache.store(prof, key, {**tables, "warnings": list(warnings.messages)}, warnings)
+    return session
+
+
+def _recategorize(df: pd.DataFrame) -> pd.DataFrame:
+    for c in df.columns:
+        if df[c].dtype == object and c in ("level", "struct_type", "name", "item_id", "op_name", "op_type",
+                                           "task_type", "host_task_type", "device_task_type", "op_state",
+                                           "match", "kernel_name"):
+            df[c] = df[c].astype("category")
+    return df
+
+
+def result_dirs(prof: Path, warnings: WarningLog) -> tuple[ResultDir | None, list[ResultDir]]:
+    """(host dir or None, device dirs sorted by id); a dir whose metadata is unusable raises."""
+    host = None
+    devices = []
+    for c in sorted(_children(prof), key=lambda c: (len(c.name), c.name)):
+        if c.name == HOST_DIR:
+            host = load_result_dir(c, warnings)
+        elif DEVICE_DIR_RE.match(c.name):
+            devices.append(load_result_dir(c, warnings))
+    if host is None:
+        warnings.warn(f"{prof}: no host/ dir: device tasks cannot be joined to their launches "
+                      "(all rows device-only, no op names)")
+    return host, devices
+
+
+__all__ = ["Session", "load", "load_prof", "find_prof_dirs", "schema", "DataError"]
