@@ -100,6 +100,8 @@ class Names:
         self.t(LEVEL_RUNTIME, MEMCPY_INFO_TYPE, "memcpy_info")
         self.t(LEVEL_HCCL, HCCL_INFO_TYPE, "hccl_info")
         self.t(LEVEL_HCCL, HCCL_MASTER, "master")
+        for name in RUNTIME_TASK_TYPES.values():  # the runtime registers its whole task type table
+            self.rt_task(name)
         for k in MODEL_TYPES:
             self.model(k)
         for k in NODE_TYPES:

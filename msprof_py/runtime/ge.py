@@ -18,8 +18,6 @@ task (aging records) every iteration.
 """
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 
 from msprof_py.raw import (api_event, context_id_info, fusion_op_info, graph_id_map, memcpy_info,
@@ -40,12 +38,6 @@ from msprof_py.runtime.workloads import Workload
 
 H2D, D2H = 1, 2
 GRAPH_ID_BASE = 1
-
-
-def kernel_name(op: Op) -> str:
-    """A kernel function name like GE's ``te_<type>_<hash>__kernel0``."""
-    sig = ";".join(",".join(map(str, t.shape)) + t.dtype for t in op.inputs + op.outputs)
-    return f"te_{op.type.lower()}_{zlib.crc32(sig.encode()):08x}__kernel0"
 
 
 def op_task_info(op: Op, cost: OpCost) -> TaskInfo:
@@ -104,8 +96,8 @@ class _Host:
         rt0 = t + apis.RT_LAUNCH_AT_NS
         self.rt_api(rt_api, rt0, rt0 + int(apis.US * 6))
         host_type = KERNEL_TYPES[cost.task_type][0]
-        self.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, task_id, batch, host_type, kernel_name(op),
-                        cost.block_dim, ref)
+        # the runtime reports the launched kernel under the node's name (what op_summary shows)
+        self.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, task_id, batch, host_type, op.name, cost.block_dim, ref)
         return t + dur
 
     def memcpy(self, t: int, stream: int, nbytes: int, direction: int, ref: int) -> int:
@@ -140,10 +132,15 @@ def _split_dynamic(ops: list[Op]) -> tuple[list[Op], list[Op], list[Op]]:
 
 
 def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: int, spec: DeviceSpec,
-                 tuning: dict[str, TuneChoice] | None, names: Names) -> tuple[Program, list, int]:
-    """The static-model program for one device, its load-time host records and the load end (ns)."""
+                 tuning: dict[str, TuneChoice] | None, names: Names, *, model_id: int | None = None,
+                 user_stream: int = USER_STREAM, first_model_stream: int = FIRST_MODEL_STREAM
+                 ) -> tuple[Program, list, int]:
+    """The static-model program for one device, its load-time host records and the load end (ns).
+
+    ``model_id`` defaults to ``1 + device_id``; model streams are numbered from ``first_model_stream``.
+    """
     graph = wl.graph
-    model_id = 1 + device_id
+    model_id = 1 + device_id if model_id is None else model_id
     head, body, tail = _split_dynamic(graph.ops)
     costs = dict(zip(map(id, graph.ops), _costs(graph.ops, spec, tuning)))
     with_hccl = wl.training and devices > 1
@@ -154,14 +151,14 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
     load_ops_end = t0 + 3 * apis.US
     phys: dict[int, int] = {}  # logical stream -> current physical stream
     used: dict[int, int] = {}  # physical stream -> tasks on it
-    next_stream = FIRST_MODEL_STREAM + 1 + max((op.stream for op in body), default=0)
+    next_stream = first_model_stream + 1 + max((op.stream for op in body), default=0)
     model_tasks: list[tuple] = []  # (kind, op or hccl subtask, stream, task id, prev-physical-last)
     t = load_ops_end
-    comm_stream = FIRST_MODEL_STREAM + COMM_STREAM_OFFSET
+    comm_stream = first_model_stream + COMM_STREAM_OFFSET
     allreduce = None
     for i, op in enumerate(body):
         cost = costs[id(op)]
-        s = phys.setdefault(op.stream, FIRST_MODEL_STREAM + op.stream)
+        s = phys.setdefault(op.stream, first_model_stream + op.stream)
         split_from = None
         if used.get(s, 0) >= MAX_MODEL_STREAM_TASKS:  # GE stream split: never wrap a model stream
             split_from = s
@@ -197,11 +194,11 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
              records.event(LEVEL_MODEL, names.model(MODEL_EXECUTE), thread, c, 0, model_id), PATCH_INDEX)
     c += apis.US
     for x in graph.inputs:
-        ref = tmpl.add(stream=USER_STREAM, fresh=True, dur_ns=memcpy_ns(x.nbytes, spec, "h2d"),
+        ref = tmpl.add(stream=user_stream, fresh=True, dur_ns=memcpy_ns(x.nbytes, spec, "h2d"),
                        submit_ns=c + apis.TASK_TRACK_AT_NS, info=_memcpy_info())
-        c = host.memcpy(c, USER_STREAM, x.nbytes, H2D, ref) + apis.OP_GAP_NS
+        c = host.memcpy(c, user_stream, x.nbytes, H2D, ref) + apis.OP_GAP_NS
     for op in head:
-        c = _fresh_op(tmpl, host, op, costs[id(op)], c, USER_STREAM)
+        c = _fresh_op(tmpl, host, op, costs[id(op)], c, user_stream)
     pre_model_last = len(tmpl) - 1
     host.rt_api("ModelExecute", c, c + apis.MODEL_EXECUTE_API_NS)
     submit = c + apis.MODEL_SUBMIT_AT_NS
@@ -234,7 +231,7 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
         else:
             sub = item
             if sub.index == 0:
-                deps.append(stream_last[phys.get(body[last_bp].stream, FIRST_MODEL_STREAM)])
+                deps.append(stream_last[phys.get(body[last_bp].stream, first_model_stream)])
             i = tmpl.add(stream=s, fresh=False, dur_ns=sub.dur_ns, submit_ns=submit, info=sub.info, task_id=tid,
                          model_task=True, phase="allreduce", deps=deps, barrier=sub.barrier)
             hccl_last = i
@@ -243,25 +240,26 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
     tail_first = True
     for op in tail:
         deps = model_end_tasks if tail_first else []
-        c = _fresh_op(tmpl, host, op, costs[id(op)], c, USER_STREAM, deps=deps)
+        c = _fresh_op(tmpl, host, op, costs[id(op)], c, user_stream, deps=deps)
         tail_first = False
     for x in graph.outputs:
-        ref = tmpl.add(stream=USER_STREAM, fresh=True, dur_ns=memcpy_ns(x.nbytes, spec, "d2h"),
+        ref = tmpl.add(stream=user_stream, fresh=True, dur_ns=memcpy_ns(x.nbytes, spec, "d2h"),
                        submit_ns=c + apis.TASK_TRACK_AT_NS, info=_memcpy_info(),
                        deps=model_end_tasks if tail_first else None)
         tail_first = False
-        c = host.memcpy(c, USER_STREAM, x.nbytes, D2H, ref) + apis.OP_GAP_NS
+        c = host.memcpy(c, user_stream, x.nbytes, D2H, ref) + apis.OP_GAP_NS
     host.add(api_event.FILE_TAG, True,
              records.event(LEVEL_MODEL, names.model(MODEL_EXECUTE), thread, c, 0, model_id), PATCH_INDEX)
     c += apis.ACL_ENTER_NS
     host.acl("aclmdlExecute", 0, c)
-    prog = Program(mode="static", training=wl.training, model_id=model_id, main_stream=FIRST_MODEL_STREAM,
-                   tasks=tmpl, host=host.rows, launch_end_ns=c + apis.OP_GAP_NS, sync_stream=USER_STREAM)
+    prog = Program(mode="static", training=wl.training, model_id=model_id, main_stream=first_model_stream,
+                   tasks=tmpl, host=host.rows, launch_end_ns=c + apis.OP_GAP_NS, sync_stream=user_stream)
     return prog, load_records, load_end
 
 
 def build_single_op(wl: Workload, device_id: int, thread: int, spec: DeviceSpec,
-                    tuning: dict[str, TuneChoice] | None, names: Names) -> Program:
+                    tuning: dict[str, TuneChoice] | None, names: Names, *, user_stream: int = USER_STREAM
+                    ) -> Program:
     """Every op launched through ``aclnnXxxGetWorkspaceSize`` + ``aclnnXxx`` each iteration."""
     costs = _costs(wl.graph.ops, spec, tuning)
     tmpl = Template()
@@ -272,11 +270,26 @@ def build_single_op(wl: Workload, device_id: int, thread: int, spec: DeviceSpec,
         host.acl(f"{api}GetWorkspaceSize", c, c + apis.GET_WORKSPACE_NS)
         c += apis.GET_WORKSPACE_NS + apis.OP_GAP_NS
         begin = c
-        c = _fresh_op(tmpl, host, op, cost, c + apis.ACL_ENTER_NS, USER_STREAM, dynamic=True)
+        c = _fresh_op(tmpl, host, op, cost, c + apis.ACL_ENTER_NS, user_stream, dynamic=True)
         host.acl(api, begin, c)
         c += apis.OP_GAP_NS
-    return Program(mode="single_op", training=False, model_id=INVALID_U32, main_stream=USER_STREAM, tasks=tmpl,
-                   host=host.rows, launch_end_ns=c, sync_stream=USER_STREAM)
+    return Program(mode="single_op", training=False, model_id=INVALID_U32, main_stream=user_stream, tasks=tmpl,
+                   host=host.rows, launch_end_ns=c, sync_stream=user_stream)
+
+
+def build_memcpy(nbytes: int, direction: int, device_id: int, thread: int, spec: DeviceSpec, names: Names, *,
+                 stream: int = USER_STREAM, acl_api: str = "aclrtMemcpyAsync") -> Program:
+    """One ``aclrtMemcpy(Async)``: a fresh MEMCPY_ASYNC task (SDMA) on ``stream``."""
+    tmpl = Template()
+    host = _Host(names, thread, device_id)
+    c = apis.ACL_ENTER_NS
+    kind = {H2D: "h2d", D2H: "d2h"}.get(direction, "d2d")
+    ref = tmpl.add(stream=stream, fresh=True, dur_ns=memcpy_ns(nbytes, spec, kind),
+                   submit_ns=c + apis.TASK_TRACK_AT_NS, info=_memcpy_info())
+    c = host.memcpy(c, stream, nbytes, direction, ref) + apis.ACL_ENTER_NS
+    host.acl(acl_api, 0, c)
+    return Program(mode="single_op", training=False, model_id=INVALID_U32, main_stream=stream, tasks=tmpl,
+                   host=host.rows, launch_end_ns=c, sync_stream=stream)
 
 
 def _fresh_op(tmpl: Template, host: _Host, op: Op, cost: OpCost, c: int, stream: int, deps: list[int] | None = None,

@@ -127,5 +127,5 @@ class AllReduce:
             rt_api, host_type, _ = KINDS[sub.kind]
             rt0 = ts + 200
             host.rt_api(rt_api, rt0, rt0 + 3 * apis.US)
-            host.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, tid, 0, host_type, sub.kind, 0)
+            host.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, tid, 0, host_type, self.op_name, 0)
         return end

@@ -89,7 +89,8 @@ def test_workload_run_prints_where_and_a_summary(tmp_path: Path) -> None:
     assert f"PROF directory: {prof}" in result.output and "devices: 0,1" in result.output
     assert "msprof-py: warning: unknown profiling option 'colour' ignored" in result.output
     assert {p.name for p in prof.iterdir()} == {"host", "device_0", "device_1"}
-    assert max(p.stat().st_size for p in prof.glob("*/data/*.slice_*")) <= 4096
+    # binary data streams roll over at the slice size (the text dictionaries are written whole at the end)
+    assert max(p.stat().st_size for p in prof.glob("*/data/*.slice_*") if "_dic." not in p.name) <= 4096
 
 
 @needs_runtime

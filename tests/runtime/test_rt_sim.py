@@ -7,27 +7,19 @@ import pytest
 
 from msprof_py.raw import api_event, node_basic_info, stars_soc, task_track, ts_track
 from msprof_py.raw.common import EVENT_FLAG, LEVEL_ACL, LEVEL_HCCL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME
+from msprof_py.runtime.clock import SimClock
 from msprof_py.runtime.sim import run
+from tests.runtime.conftest import RecordingHooks
 
-pytestmark = pytest.mark.filterwarnings("ignore")
+def _hooks() -> RecordingHooks:
+    return RecordingHooks()
 
 
 @pytest.fixture(scope="module")
 def resnet2():
-    from tests.runtime.conftest import RecordingHooks  # noqa: F401  (module-scoped fixture needs a fresh object)
-    from msprof_py.runtime.clock import SimClock
     h = _hooks()
     res = run("resnet50", devices=2, iterations=3, seed=7, hooks=h, clock=SimClock.create(100.0, 50.0, True))
     return h, res
-
-
-def _hooks():
-    import importlib.util
-    import pathlib
-    spec = importlib.util.spec_from_file_location("rt_conftest", pathlib.Path(__file__).with_name("conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.RecordingHooks()
 
 
 def _acsq(h, d: int) -> pd.DataFrame:
