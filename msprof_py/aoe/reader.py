@@ -71,7 +71,9 @@ def find_result_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = sorted({f for g in RESULT_GLOBS for f in p.glob(g) if f.is_file()})
+            # the glob also matches msprof_py's side files (*.json.provenance.json): not result files
+            found = sorted({f for g in RESULT_GLOBS for f in p.glob(g)
+                            if f.is_file() and not f.name.endswith(".provenance.json")})
             if not found:
                 raise InvalidPathError(f"{p}: no AOE result files (aoe_result_opat_*.json / aoe_result_sgat_*.json)")
             files += found

@@ -22,10 +22,12 @@ from msprof_py.cli import print_warnings, run_guarded
               help="profiling_options JSON (text or file), e.g. '{\"task_trace\":\"on\"}'")
 @click.option("--slice-size", type=click.IntRange(min=1), default=None, metavar="BYTES",
               help="raw slice file size limit (default 2 MiB)")
+@click.option("--tune-bank", "tune_bank", default=None, metavar="DIR|auto",
+              help="build with AOE custom repositories: DIR as TUNE_BANK_PATH, or auto (AOE's env/default paths)")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def collect(workload: str | None, graph_file: str | None, iterations: int, devices: int, batch_size: int | None,
             output: str | None, seed: int, fixed_clock: bool, options: str | None, slice_size: int | None,
-            command: tuple[str, ...]) -> None:
+            tune_bank: str | None, command: tuple[str, ...]) -> None:
     """Profile the simulated NPU and write one PROF_* directory.
 
     \b
@@ -36,10 +38,26 @@ def collect(workload: str | None, graph_file: str | None, iterations: int, devic
     from msprof_py.collect.cli_support import CollectRequest, run_collect
     from msprof_py.errors import WarningLog
 
+    _sigterm_as_interrupt()
     warnings = WarningLog()
     request = CollectRequest(workload=workload, graph_file=graph_file, command=list(command),
                              iterations=iterations, devices=devices, batch_size=batch_size, output=output,
                              seed=seed, fixed_clock=fixed_clock, options=options, slice_bytes=slice_size)
-    result = run_guarded(lambda: run_collect(request, warnings))
+    if tune_bank is not None:
+        from msprof_py.aoe.cli_support import run_collect_tuned
+
+        result = run_guarded(lambda: run_collect_tuned(request, warnings, tune_bank))
+    else:
+        result = run_guarded(lambda: run_collect(request, warnings))
     click.echo(result.summary())
     print_warnings(warnings)
+
+
+def _sigterm_as_interrupt() -> None:
+    """Let ``kill`` clean up like Ctrl-C does: the session removes its temporary PROF dir."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)

@@ -7,7 +7,7 @@ from msprof_py.cli import print_warnings, run_guarded
 
 
 @click.command()
-@click.option("--output", "-o", "output", required=True, type=click.Path(file_okay=False),
+@click.option("--output", "-o", "output", required=True, type=str,
               help="A PROF_* directory or a directory holding several.")
 def query(output: str) -> None:
     """Print devices, models, iteration counts and top iterations (msprof --query)."""

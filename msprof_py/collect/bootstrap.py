@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import runpy
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("script")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     ns = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # killed: abort the session like Ctrl-C
     warnings = WarningLog()
     kwargs = {} if ns.slice_bytes is None else {"slice_bytes": ns.slice_bytes}
     from msprof_py.runtime import acl
@@ -54,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
                             end_sim_ns=info.end_sim_ns, spec=info.spec)
     except ScriptFailed as failed:
         return failed.code
+    except KeyboardInterrupt:
+        print("msprof-py: interrupted; no PROF directory written", file=sys.stderr)
+        return 130
     except MsprofError as err:
         print(f"msprof-py: error: {err}", file=sys.stderr)
         return err.exit_code
@@ -65,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
             "total_bytes": result.total_bytes, "record_counts": result.record_counts,
             "warnings": list(warnings)}))
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _run_script(script: str, args: list[str]) -> int:

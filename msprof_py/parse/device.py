@@ -38,7 +38,14 @@ def load_device(rd: ResultDir, warnings: WarningLog) -> DeviceData:
     if (raw_stars.FILE_TAG, dev) in streams:
         s = streams[(raw_stars.FILE_TAG, dev)]
         dec = read_records(s, raw_stars.DTYPE, warnings, host=False)
-        t = stars_soc.decode(dec.records, warnings, str(s.paths[0].parent / f"{raw_stars.FILE_TAG}.{dev}"))
+        records = dec.records
+        bad = records["resv0"] != raw_stars.MAGIC
+        if bad.any():  # msprof drops STARS logs without the magic and reports how many
+            path, off = dec.where(int(np.argmax(bad)))
+            warnings.warn(f"{path}: byte {off}: {int(bad.sum())} STARS log(s) without the magic number "
+                          f"0x{raw_stars.MAGIC:04X} dropped (first one here)")
+            records = records[~bad]
+        t = stars_soc.decode(records, warnings, str(s.paths[0].parent / f"{raw_stars.FILE_TAG}.{dev}"))
     else:
         t = stars_soc.pair(*(np.zeros(0, np.int64),) * 4, np.zeros(0, bool), np.zeros(0, np.int64), warnings, "")
     if (raw_ts.FILE_TAG, dev) in streams:

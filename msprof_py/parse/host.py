@@ -170,13 +170,13 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
         tasks[col] = vals
     # op name: ctx-id record's op name, else Node API item_id; only kernel tasks carry op info
     node_item = np.asarray(item, dtype=object)
-    op_name = tasks["op_name"].to_numpy(dtype=object)
+    op_name = tasks["op_name"].to_numpy(dtype=object, copy=True)
     miss = pd.isna(op_name) & (node_api >= 0)
     op_name[miss] = node_item[node_api[miss]]
     hccl_sel = hccl_api >= 0
     op_name[hccl_sel & (node_api < 0)] = node_item[hccl_api[hccl_sel & (node_api < 0)]]
     tasks["op_name"] = op_name
-    tt_type = tasks["task_type"].to_numpy(dtype=object)
+    tt_type = tasks["task_type"].to_numpy(dtype=object, copy=True)
     miss = pd.isna(tt_type)
     tt_type[miss] = [RTS_TO_GE.get(t, "N/A") if na else "N/A" for t, na in zip(task_type_names[miss], (node_api >= 0)[miss])]
     tasks["task_type"] = tt_type

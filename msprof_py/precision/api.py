@@ -6,6 +6,8 @@ from typing import Any, Sequence
 
 from msprof_py.errors import InvalidParamError, WarningLog
 
+MAX_NUMERIC_FLOPS = 20e9  # numpy on a laptop core: about a minute
+
 
 @dataclass
 class CompareOutcome:
@@ -69,18 +71,28 @@ def run_compare(dump_path: str | None, *, workload: str | None = None, params: S
 
         dumpdir.check_new_dump_dir(dump_path)
         wl = load_workload(workload, parse_params(params))
+        if dump_op_perf != 1:
+            # numpy runs the network for real: refuse sizes that would take minutes
+            from msprof_py.precision.numerics import forward_flops
+
+            flops = forward_flops(wl.npu_graph)
+            if flops > MAX_NUMERIC_FLOPS:
+                raise InvalidParamError(
+                    f"workload {workload!r} needs {flops / 1e9:.1f} GFLOP per forward pass; numeric runs are "
+                    f"limited to {MAX_NUMERIC_FLOPS / 1e9:.0f} GFLOP: pass small shapes with --param "
+                    "(e.g. batch=1 image=32 for resnet50)")
         perf_tables = None
         timings = None
         if dump_op_perf in (1, 2):
             from msprof_py.precision.perf import op_perf
 
-            perf_tables = op_perf(wl.npu_graph, spec=wl.spec, iterations=1)
+            perf_tables = op_perf(wl.workload, iterations=1, seed=seed)
             timings = perf_tables.timings_ns()
         if dump_op_perf == 1:
             root = dumpdir.prepare_new_dump_dir(dump_path)
             perf_tables.write(root / "result")
             out.perf = perf_tables
-            out.lines.append(f"op_perf: {root / 'result' / 'op_perf.csv'} ({len(perf_tables.ops)} fused ops)")
+            out.lines.append(f"op_perf: {root / 'result' / 'op_perf.csv'} ({len(perf_tables.ops)} ops)")
             return out
         res = run_and_dump(wl.cpu_graph, dump_path, npu_graph=wl.npu_graph, seed=seed, faults=faults,
                            timings_ns=timings, meta={"workload": workload, "params": parse_params(params)})

@@ -256,7 +256,11 @@ def compare_dump(dump_path: str | None, opts: CompareOptions, *, cpu_dir: str | 
 
     nodes: list[NodeResult] = []
     for i, npu in enumerate(order):
-        cpu = user_map.get(npu) or fusion.get(npu) or npu
+        cpu = user_map.get(npu)
+        if cpu is None:  # the fused node's last original op, if the reference has it
+            cpu = fusion.get(npu)
+            if cpu is None or (cpu not in cpu_file and dumpdir.node_file_name(cpu) not in cpu_file):
+                cpu = npu
         atol, rtol = tolerances.get(npu, (opts.atol, opts.rtol))
         if cpu not in cpu_file and dumpdir.node_file_name(cpu) in cpu_file:
             cpu = cpu_stems.get(dumpdir.node_file_name(cpu), cpu)
@@ -372,8 +376,8 @@ def _write(result_dir: Path, nodes: list[NodeResult], opts: CompareOptions, op_c
         "relative_error": "|npu-ref|/|ref| over |ref| > 1e-7 (max_abs_total, mean_abs_total)",
         "mapping": {n.npu_node: n.cpu_node for n in nodes},
         "mapping_source": {n.npu_node: ("map_node_dict" if n.npu_node in user_map else
-                                        "fusion record" if n.npu_node in fusion else "same name")
-                           for n in nodes},
+                                        "fusion record" if n.cpu_node is not None and n.cpu_node != n.npu_node
+                                        else "same name") for n in nodes},
         "compared": sum(n.cmp is not None for n in nodes),
         "failed": sum(n.cmp is not None and not n.cmp.passed for n in nodes),
         "skipped": sum(bool(n.reason) for n in nodes),

@@ -63,8 +63,7 @@ def run_and_dump(cpu_graph: Graph, dump_path: str | None, *, npu_graph: Graph | 
     npu_graph = npu_graph if npu_graph is not None else fuse(cpu_graph)
     check_faults(faults, npu_graph)
     leaves = make_leaves(cpu_graph, seed)
-    for name, arr in make_leaves(npu_graph, seed).items():
-        leaves.setdefault(name, arr)
+    leaves.update(make_leaves(npu_graph, seed, skip=leaves))
     cpu = execute(cpu_graph, CPU, leaves)
     npu = execute(npu_graph, NPU, leaves, faults=faults, originals={op.name: op for op in cpu_graph.ops})
     root = dumpdir.prepare_new_dump_dir(dump_path)
@@ -72,11 +71,13 @@ def run_and_dump(cpu_graph: Graph, dump_path: str | None, *, npu_graph: Graph | 
     npu_keys: list[str] = []
     for op in npu.executed:
         for key, t in zip(output_keys(op), op.outputs):
-            dumpdir.save_tensor(root / "npu", key, npu.values[t.name])
-            npu_keys.append(key)
+            if t.name in npu.values:
+                dumpdir.save_tensor(root / "npu", key, npu.values[t.name])
+                npu_keys.append(key)
     for op in cpu.executed:
         for key, t in zip(output_keys(op), op.outputs):
-            dumpdir.save_tensor(root / "cpu", key, cpu.values[t.name])
+            if t.name in cpu.values:
+                dumpdir.save_tensor(root / "cpu", key, cpu.values[t.name])
     dumpdir.write_text_atomic(result / "dump_memory_nodename.log", "".join(k + "\n" for k in npu_keys))
     rows = ["order\tnode\tstart_ns\tduration_ns"]
     for i, op in enumerate(npu.executed):

@@ -3,7 +3,8 @@
 A kernel gets its inputs as float32 arrays (values already rounded to the side's storage
 precision), the op (attrs, output tensors) and ``q``, the side's rounding function for values a
 device would store in its own precision between steps (fp16 on the NPU, a no-op for the fp32
-CPU reference).  It returns one float32 array per op output.  The executor rounds the final
+CPU reference).  It returns one float32 array per op output; it may leave out trailing outputs that only the
+backward pass reads (e.g. MaxPoolWithArgmax's argmax mask), which are then not dumped.  The executor rounds the final
 outputs; kernels call ``q`` only on intermediates (e.g. softmax's exponentials).
 
 Cube ops (``CUBE_TYPES``) multiply fp16 operands with fp32 accumulation: numpy float32 matmul on
@@ -240,8 +241,9 @@ def layer_norm(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
         y = y * gamma
     if len(ins) > 2:
         y = y + ins[2]
-    return [y] + [mean.reshape(t.shape) if i == 0 else var.reshape(t.shape)
-                  for i, t in enumerate(op.outputs[1:3])]
+    # extra outputs: the mean, then the variance (LayerNorm) or 1/sqrt(var + eps) (LayerNormV3)
+    second = 1.0 / np.sqrt(var + eps) if op.type == "LayerNormV3" else var
+    return [y] + [st.reshape(t.shape) for st, t in zip((mean, second), op.outputs[1:3])]
 
 
 def rms_norm(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
@@ -348,6 +350,8 @@ def swiglu(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
 
 
 def rotary_mul(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    if len(ins) != 3:
+        raise _bad(op, f"RotaryMul needs x, cos and sin inputs, the graph gives {len(ins)}")
     x, cos, sin = ins[0], ins[1], ins[2]
     x1, x2 = np.split(x, 2, axis=-1)
     rot = np.concatenate([-x2, x1], axis=-1)
@@ -404,6 +408,102 @@ def split(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
     return list(np.split(x, bounds, axis=int(axis)))
 
 
+def trans_data(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    """A format change.  In the logical layout it is a reshape, or, from NCHW into NC1HWC0,
+    padding the channels up to a multiple of C0 with zeros (cropping them on the way back)."""
+    x = ins[0]
+    oshape = _out_shape(op)
+    if x.size == math.prod(oshape):
+        return [x.reshape(oshape)]
+    if x.ndim == len(oshape) == 4 and x.shape[0] == oshape[0] and x.shape[2:] == oshape[2:]:
+        c = oshape[1]
+        if c > x.shape[1]:
+            return [np.pad(x, ((0, 0), (0, c - x.shape[1]), (0, 0), (0, 0)))]
+        return [x[:, :c]]
+    raise _bad(op, f"cannot change {x.shape} into {oshape}")
+
+
+def bn_training_reduce(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    """Per-channel sum and sum of squares over N, H, W (fp32 statistics)."""
+    x = ins[0].astype(np.float32)
+    axes = (0,) + tuple(range(2, x.ndim))
+    return [x.sum(axis=axes, keepdims=True).reshape(_out_shape(op, 0)),
+            (x * x).sum(axis=axes, keepdims=True).reshape(_out_shape(op, 1))]
+
+
+def bn_training_update(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    """Batch norm with the batch statistics: inputs x, sum, square_sum, gamma, beta."""
+    x, s, sq = ins[0], ins[1], ins[2]
+    c = x.shape[1]
+    count = x.size / c
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    mean = s.reshape(shape) / np.float32(count)
+    var = np.maximum(sq.reshape(shape) / np.float32(count) - mean * mean, 0)
+    eps = np.float32(_attr(op, "epsilon", "eps", default=1e-5))
+    y = (x - mean) / np.sqrt(var + eps)
+    if len(ins) > 3:
+        y = y * _channel(op, ins[3], c, shape)
+    if len(ins) > 4:
+        y = y + _channel(op, ins[4], c, shape)
+    outs = [y.astype(np.float32)]
+    for t, st in zip(op.outputs[1:], (mean, var)):
+        outs.append(st.reshape(t.shape))
+    return outs
+
+
+def _channel(op: Op, v: np.ndarray, c: int, shape: tuple[int, ...]) -> np.ndarray:
+    if v.size == c:
+        return v.reshape(shape)
+    if v.size < c:  # channels padded to a multiple of C0: the pad channels get 0
+        return np.pad(v.ravel(), (0, c - v.size)).reshape(shape)
+    raise _bad(op, f"per-channel parameter of {v.size} elements for {c} channels")
+
+
+def softmax_cross_entropy(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    """(loss per sample, gradient softmax - onehot) from logits and integer labels."""
+    logits, labels = ins[0], ins[1].astype(np.int64).ravel()
+    z = logits - logits.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    p = e / e.sum(axis=-1, keepdims=True)
+    rows = np.arange(logits.shape[0])
+    lab = np.clip(labels, 0, logits.shape[-1] - 1)
+    loss = -(z[rows, lab] - np.log(e.sum(axis=-1)))
+    grad = p.copy()
+    grad[rows, lab] -= 1
+    return [loss.reshape(_out_shape(op, 0)), grad.reshape(_out_shape(op, 1))][:len(op.outputs)]
+
+
+def strided_slice(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    x = ins[0]
+    oshape = _out_shape(op)
+    begin = _attr(op, "begin", "offsets")
+    if begin is None:  # no attrs: the leading part of every axis
+        return [x[tuple(slice(0, n) for n in oshape)].reshape(oshape)] if x.ndim == len(oshape) else [reshape(op, ins, q)[0]]
+    end = _attr(op, "end", default=[b + n for b, n in zip(begin, oshape)])
+    strides = _attr(op, "strides", default=[1] * len(begin))
+    sl = tuple(slice(int(b), int(e), int(st)) for b, e, st in zip(begin, end, strides))
+    return [x[sl].reshape(oshape)]
+
+
+def non_zero(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    """Indices of the non-zero elements (a dynamic shape): rows beyond the count found are -1,
+    so the result fills the declared (maximum) output shape."""
+    idx = np.argwhere(ins[0] != 0)
+    oshape = _out_shape(op)
+    out = np.full((math.prod(oshape) // max(idx.shape[1], 1), idx.shape[1]), -1, dtype=np.int64)
+    n = min(len(idx), out.shape[0])
+    out[:n] = idx[:n]
+    return [out.reshape(oshape)]
+
+
+def dropout_gen_mask(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    """Dropout is off in a precision comparison (as in inference): the mask keeps every element."""
+    t = op.outputs[0]
+    if t.dtype in ("UINT8", "INT8"):  # a bit mask, 8 elements per byte
+        return [np.full(t.shape, 255, dtype=np.float32)]
+    return [np.ones(t.shape, dtype=np.float32)]
+
+
 KERNELS: dict[str, Kernel] = {
     "Conv2D": conv2d,
     "MatMul": matmul, "MatMulV2": matmul, "MatMulV3": matmul,
@@ -435,13 +535,21 @@ KERNELS: dict[str, Kernel] = {
     "Cast": cast,
     "Swiglu": swiglu, "SwiGlu": swiglu,
     "RotaryMul": rotary_mul,
+    "TransData": trans_data,
+    "BNTrainingReduce": bn_training_reduce, "BNTrainingUpdate": bn_training_update,
+    "MaxPoolWithArgmaxV1": _pool("max"), "MaxPoolWithArgmaxV2": _pool("max"),
+    "SoftmaxCrossEntropyWithLogits": softmax_cross_entropy,
+    "StridedSliceD": strided_slice, "StridedSlice": strided_slice, "Slice": strided_slice,
     "Reshape": reshape, "Flatten": reshape, "Squeeze": reshape, "Unsqueeze": reshape,
-    "ExpandDims": reshape, "Identity": reshape, "TransData": reshape,
-    "Dropout": reshape, "DropOutDoMask": reshape,
+    "ExpandDims": reshape, "Identity": reshape,
+    # dropout is off in a precision comparison (as in inference): the mask is not applied
+    "Dropout": reshape, "DropOutDoMask": reshape, "DropOutDoMaskV3": reshape,
     "Transpose": transpose, "TransposeD": transpose,
     "Concat": concat, "ConcatD": concat, "ConcatV2": concat,
     "GatherV2": gather, "Gather": gather, "Embedding": gather,
     "Split": split, "SplitD": split,
+    "NonZero": non_zero,
+    "DropOutGenMask": dropout_gen_mask, "DropOutGenMaskV3": dropout_gen_mask,
 }
 
 

@@ -15,7 +15,7 @@ The seed's method, in execution order:
    **computation error**.  If it vanishes, the op only passed on its inputs' error: not a
    computation error, and the next candidate is tried.
 3. Verdict: ``computation error`` at the first confirmed candidate; else ``accumulated error``
-   when some node fails the tolerances or a jump was not confirmed; else ``no error``.
+   when some node fails the tolerances; else ``no error``.
 
 Without the graphs (dumps from elsewhere) step 2 is impossible and the verdict says it rests
 on the heuristics alone.  The thresholds are heuristics; they are recorded in locate.json.
@@ -80,7 +80,9 @@ class Location:
             lines.append(f"verdict: accumulated error (fp16 precision loss growing layer by layer; "
                          f"no computation error found{extra})")
         else:
-            lines.append("verdict: no error (every compared node is within atol/rtol)")
+            unconf = [c.node for c in self.candidates if c.confirmed is False]
+            extra = f"; error jumps at {', '.join(unconf)} vanish when re-run on CPU inputs" if unconf else ""
+            lines.append(f"verdict: no error (every compared node is within atol/rtol{extra})")
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
@@ -140,7 +142,7 @@ def locate(res: CompareResult) -> Location:
             loc.verdict, loc.error_node = "computation error", c.node
             break
     else:
-        if first is not None or cands:
+        if first is not None:
             loc.verdict = "accumulated error"
     dumpdir.write_text_atomic(result_dir / "locate.json", graphio.dump_json(loc.as_dict()).decode())
     return loc
@@ -169,15 +171,14 @@ class _Rerun:
 
     def __init__(self, res: CompareResult, npu_graph, cpu_graph, run: dict) -> None:
         from msprof_py.precision.dump import output_keys
-        from msprof_py.precision.numerics import Fault, make_leaves
+        from msprof_py.precision.numerics import Fault
 
         self.npu_ops = {k: op for op in npu_graph.ops for k in output_keys(op)[:1]}
         self.originals = {op.name: op for op in cpu_graph.ops}
         self.faults = tuple(Fault(f["op"], f["kind"], float(f.get("scale", 1e5))) for f in run.get("faults", []))
-        seed = int(run["seed"])
-        self.values: dict[str, np.ndarray] = make_leaves(cpu_graph, seed)
-        for k, v in make_leaves(npu_graph, seed).items():
-            self.values.setdefault(k, v)
+        self.seed = int(run["seed"])
+        self.graphs = (cpu_graph, npu_graph)
+        self.values: dict[str, np.ndarray] = {}
         cpu_dir = res.root / "cpu"
         self._cpu_files = {}
         for op in cpu_graph.ops:
@@ -197,8 +198,14 @@ class _Rerun:
         op = self.npu_ops.get(node.npu_node)
         if op is None:
             return float("nan"), node.cmp.mre
-        for t in op.inputs:
-            self._cpu(t.name)
+        from msprof_py.precision.numerics import make_leaves
+
+        missing = {t.name for t in op.inputs if self._cpu(t.name) is None}
+        for g in self.graphs:  # graph inputs and weights: drawn again from the run's seed
+            if missing:
+                got = make_leaves(g, self.seed, only=missing)
+                self.values.update(got)
+                missing -= set(got)
         outs = rerun_isolated(op, self.values, faults=self.faults, originals=self.originals)
         ref = dumpdir.load_tensor(self.res.root / "cpu" / f"{dumpdir.node_file_name(node.cpu_node)}.npy")
         local = compare_tensors(outs[0].reshape(ref.shape), ref, node.atol, node.rtol, 0)

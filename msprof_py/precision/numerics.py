@@ -124,23 +124,29 @@ def _rng(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode())])
 
 
-def make_leaves(graph: Graph, seed: int) -> dict[str, np.ndarray]:
+def make_leaves(graph: Graph, seed: int, only: set[str] | None = None,
+                skip: set[str] | dict | None = None) -> dict[str, np.ndarray]:
     """fp32 (or integer) data for every tensor no op produces: graph inputs and weights.
 
     The distribution depends on what consumes the tensor, so that a deep network stays in a
     sane range: He/LeCun-scaled cube weights, positive variances, unit-ish norm scales, valid
-    gather indices, matching cos/sin tables.
+    gather indices, matching cos/sin tables.  ``only`` / ``skip`` restrict the names drawn (a
+    tensor's values depend on its name, its consumer and the seed only).
     """
     produced = {t.name for op in graph.ops for t in op.outputs}
     declared = {t.name: t for t in (*graph.inputs, *graph.weights)}
     consumer: dict[str, tuple[Op, int]] = {}
     for op in graph.ops:
+        if not is_forward(op):
+            continue
         for slot, t in enumerate(op.inputs):
             declared.setdefault(t.name, t)
             consumer.setdefault(t.name, (op, slot))
     leaves = {}
     for name, t in declared.items():
-        if name in produced:
+        if name in produced or name not in consumer:  # only what the forward pass reads
+            continue
+        if (only is not None and name not in only) or (skip is not None and name in skip):
             continue
         op, slot = consumer.get(name, (None, 0))
         leaves[name] = _init(t, op, slot, _rng(seed, name), seed)
@@ -155,6 +161,8 @@ def _init(t: Tensor, op: Op | None, slot: int, rng: np.random.Generator, seed: i
         if op is not None and typ in ("GatherV2", "Gather", "Embedding"):
             table = op.inputs[0] if slot == 1 else op.inputs[1]
             hi = max(1, table.shape[0])
+        elif op is not None and typ == "SoftmaxCrossEntropyWithLogits":
+            hi = max(1, op.inputs[0].shape[-1])
         return rng.integers(0, hi, size=shape).astype(np.int64)
     normal = lambda std: (rng.standard_normal(shape) * std).astype(np.float32)  # noqa: E731
     uniform = lambda lo, hi: rng.uniform(lo, hi, size=shape).astype(np.float32)  # noqa: E731
@@ -168,6 +176,8 @@ def _init(t: Tensor, op: Op | None, slot: int, rng: np.random.Generator, seed: i
         return normal(1.0 / math.sqrt(fan_in))
     if typ in CUBE_TYPES and slot >= 2 and typ != "FlashAttentionScore":
         return normal(0.1)
+    if typ == "BNTrainingUpdate" and slot >= 3:
+        return uniform(0.5, 1.5) if slot == 3 else normal(0.1)
     if typ.startswith(("BN", "BatchNorm", "FusedBatchNorm")) and slot >= 1:
         return uniform(0.5, 1.5) if slot in (1, 4) else normal(0.1)
     if typ.startswith(("LayerNorm", "RmsNorm")) and slot >= 1:
@@ -224,6 +234,8 @@ def execute(graph: Graph, side: Side, leaves: dict[str, np.ndarray], *,
         outs = run_op(op, values, side, by_fault, originals)
         for t, y in zip(op.outputs, outs):
             values[t.name] = side.store(y, t)
+        for t in op.outputs[len(outs):]:
+            run.skipped.append((f"{op.name} output {t.name}", "not computed: only the backward pass reads it"))
         run.executed.append(op)
     return run
 
@@ -246,7 +258,7 @@ def run_op(op: Op, values: dict[str, np.ndarray], side: Side, faults: dict[str, 
             elif i < len(last):
                 outs.append(last[i])
             else:
-                raise WorkloadError(f"fused op {op.name!r}: output {t.name!r} is not produced by {op.fused_from}")
+                break  # a trailing output the originals do not produce
         if op.name in faults:
             outs = [faults[op.name].apply(outs[0])] + outs[1:]
         return outs
@@ -260,10 +272,16 @@ def _call(op: Op, ins: list, side: Side, faults: dict[str, Fault], decl: list[Te
                             "earlier op and are not graph inputs or weights")
     kernel = kernel_for(op)
     args = [a if a.dtype.kind in "iub" else np.asarray(a, dtype=np.float32) for a in ins]
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        outs = kernel(op, args, side.q)
-    if len(outs) < len(op.outputs):
-        raise WorkloadError(f"op {op.name!r}: kernel produced {len(outs)} outputs, the graph declares {len(op.outputs)}")
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            outs = kernel(op, args, side.q)
+    except (IndexError, ValueError, TypeError, KeyError) as err:
+        # the graph's shapes or inputs do not fit the op's semantics
+        shapes = ", ".join(str(tuple(a.shape)) for a in args)
+        raise WorkloadError(f"op {op.name!r} ({op.type}): cannot compute it from inputs of shapes {shapes} "
+                            f"to {[tuple(t.shape) for t in op.outputs]}: {err}") from None
+    if not outs:
+        raise WorkloadError(f"op {op.name!r}: kernel produced no output")
     outs = [np.asarray(y) for y in outs[:len(op.outputs)]]
     for t, y in zip(op.outputs, outs):
         if y.size != math.prod(t.shape):
@@ -349,6 +367,48 @@ def fuse(graph: Graph) -> Graph:
                         stream=head.stream, phase=head.phase,
                         fused_from=tuple(g.name for g in group)))
     return Graph(graph.name, fused, list(graph.inputs), list(graph.outputs), list(graph.weights))
+
+
+def unfuse(graph: Graph) -> Graph:
+    """The original ops of a device graph whose fused ops carry only ``fused_from`` names.
+
+    A fused op whose originals are not in the graph is split where the split is known: a cube
+    op with a bias input fused from two ops becomes the cube op (first name) and a ``BiasAdd``
+    (second name).  Other fused ops stay as they are (the reference then runs them as one op,
+    under the fused name).
+    """
+    names = {op.name for op in graph.ops}
+    ops: list[Op] = []
+    for op in graph.ops:
+        if (op.fused_from and not any(n in names for n in op.fused_from if n != op.name)
+                and op.type in CUBE_TYPES and len(op.fused_from) == 2 and len(op.inputs) == 3):
+            mid = Tensor(f"{op.fused_from[0]}:0", op.outputs[0].shape, op.outputs[0].dtype, op.outputs[0].format)
+            ops.append(Op(op.fused_from[0], op.type, op.inputs[:2], [mid], dict(op.attrs), op.task_type,
+                          op.stream, op.phase))
+            ops.append(Op(op.fused_from[1], "BiasAdd", [mid, op.inputs[2]], list(op.outputs), {}, "",
+                          op.stream, op.phase))
+        else:
+            ops.append(op)
+    return Graph(graph.name, ops, list(graph.inputs), list(graph.outputs), list(graph.weights))
+
+
+def forward_flops(graph: Graph) -> float:
+    """A rough FLOP count of the forward pass (cube ops: 2 * output * reduction size; others: a
+    few per output element), to refuse shapes numpy would take minutes on."""
+    total = 0.0
+    for op in graph.ops:
+        if not is_forward(op) or not op.outputs:
+            continue
+        out = max(math.prod(t.shape) for t in op.outputs)
+        if op.type in CUBE_TYPES and len(op.inputs) > 1:
+            w = op.inputs[1].shape
+            red = math.prod(w[1:]) if op.type.startswith("Conv") else (w[-2] if len(w) >= 2 else 1)
+            if op.type == "FlashAttentionScore":
+                red = 4 * max(op.inputs[1].shape[-2], 1)
+            total += 2.0 * out * red
+        else:
+            total += 10.0 * out
+    return total
 
 
 def is_cube(op: Op) -> bool:

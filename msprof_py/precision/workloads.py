@@ -1,35 +1,30 @@
-"""The graphs a numeric run needs from a built-in workload: the original (unfused) graph for the
-CPU reference and the graph the device runs (fused) for the NPU side."""
+"""The graphs a numeric run needs from a built-in workload: the device graph (fused, as GE runs
+it) for the NPU side and its original ops for the CPU reference, both in the logical layout."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
 from msprof_py.errors import WorkloadError
-from msprof_py.precision.numerics import fuse
-from msprof_py.runtime.device import ATLAS_A2, DeviceSpec
+from msprof_py.precision.layout import to_logical
+from msprof_py.precision.numerics import unfuse
 from msprof_py.runtime.graph import Graph
 
 
 @dataclass
 class LoadedWorkload:
-    cpu_graph: Graph  # original ops, fp32 reference
-    npu_graph: Graph  # as the device runs it (fused)
-    spec: DeviceSpec
+    workload: Any  # the runtime's Workload (device graph in device formats: what the cost model times)
+    npu_graph: Graph  # the device graph in the logical layout
+    cpu_graph: Graph  # its original (unfused) ops, fp32 reference
 
 
 def load_workload(name: str, params: dict[str, Any]) -> LoadedWorkload:
-    """Build workload ``name`` with ``params`` (e.g. a small batch and image size)."""
+    """Build workload ``name`` with ``params`` (e.g. ``batch=1, image=32`` for a small ResNet)."""
     try:
         from msprof_py.runtime.workloads import get_workload
     except ImportError:
         raise WorkloadError("built-in workloads are not available in this build "
                             "(msprof_py.runtime.workloads is missing)") from None
-    try:
-        g = get_workload(name, **params)
-    except TypeError as err:
-        raise WorkloadError(f"workload {name!r}: bad parameter ({err})") from None
-    graph = getattr(g, "graph", g)
-    if any(op.fused_from for op in graph.ops):
-        raise WorkloadError(f"workload {name!r} returns an already fused graph without its original ops")
-    return LoadedWorkload(graph, fuse(graph), ATLAS_A2)
+    wl = get_workload(name, **params)
+    npu = to_logical(wl.graph)
+    return LoadedWorkload(wl, npu, unfuse(npu))

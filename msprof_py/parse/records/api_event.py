@@ -3,7 +3,7 @@
 Output: APIs (begin > 0) plus Events paired into pseudo-APIs by (level, thread, type,
 request_id, item_id) in file order -- first = start, second = end (msprof's
 CANNEventGenerator).  Every record takes the next running ``connection_id`` in file order
-(unaging stream first, then aging); a pseudo-API keeps its start record's id.
+(aging stream first, then unaging: file-name order); a pseudo-API keeps its start record's id.
 """
 from __future__ import annotations
 

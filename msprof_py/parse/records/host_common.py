@@ -12,7 +12,7 @@ from msprof_py.parse.reader import Decoded, Stream, read_records
 
 @dataclass
 class HostParts:
-    """The decoded parts of one host tag (unaging first, then aging: file-name order)."""
+    """The decoded parts of one host tag (aging first, then unaging: file-name order)."""
 
     parts: list[Decoded]
 

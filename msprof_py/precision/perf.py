@@ -1,0 +1,174 @@
+"""Per-operator performance counters: ``op_perf.csv`` and ``perf/{op_name}.csv`` (the seed's
+DUMP_OP_PERF output), from the runtime's cost model and a simulated run.
+
+Every number is a cost-model output for the task the simulator actually ran: the run's
+duration (with its jitter, the number the profiler's op_summary reports) split in the
+proportions of ``runtime.cost.op_cost`` for that op and its tuning.  A tuned op's counters move
+with its time.  The seed's counters map onto the model's pipes as follows (cycles at the AI Core
+clock, ``aic_frequency_mhz``):
+
+============================  ==================================================================
+mcu_cycle                     the task's duration in cycles
+mme_cycle / vme_cycle         cube pipe / vector pipe busy time
+vec_cycle                     scalar pipe (the seed's RVV unit runs on the control core)
+syn_cycle                     the kernel's fixed start/sync overhead
+mte_total_cycle               MTE1 + MTE2 + MTE3
+mte_pld_cycle / _byte         MTE2 (GM -> on-chip loads) / all input bytes
+mte_icmov_cycle / _byte       MTE1 (L1 -> L0 operand moves of cube ops) / the cube operands' bytes
+mte_l12llb_cycle / _byte      MTE3 (write back) / all output bytes
+pal_X_Y_cycle                 overlap of two pipes, ``min(X, Y)``: the roofline model overlaps
+                              the shorter pipe completely with the longer one
+pal_total_cycle               ``vme + mme + mte - busy`` (>= 0): cycles hidden by overlap
+*_slot_wait_cycle             ``busy - pipe`` for a pipe with work: cycles it waited
+============================  ==================================================================
+
+Counters the model does not have (instruction counts, bank conflicts, cache misses, DMA
+channels, LLB->L1 moves, sync waits) are left empty, never invented.  ``op_perf.csv`` has one
+row per op, counters summed over all its runs; ``perf/{op}.csv`` has one row per run.  A
+sidecar ``op_perf_meta.json`` records this mapping, the clock and the run.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.precision import dumpdir, graphio
+from msprof_py.runtime.graph import Graph
+
+COLUMNS = ("name", "mcu_cycle", "vme_cycle", "mme_cycle", "vec_cycle", "syn_cycle", "mte_total_cycle",
+           "vme_inst", "mme_inst", "vec_inst", "syn_inst", "mte_pld_inst", "mte_icmov_inst", "mte_mov_inst",
+           "pal_vme_mme_cycle", "pal_mte_mme_cycle", "pal_vme_mte_cycle", "pal_total_cycle", "mte_icmov_cycle",
+           "mte_l12llb_cycle", "mte_llb2l1_cycle", "mte_pld_cycle", "mte_pld_byte", "mte_l12llb_byte",
+           "mte_llb2l1_byte", "mte_icmov_byte", "syn_wait_cycle", "vec_slot_wait_cycle", "mme_slot_wait_cycle",
+           "mte_slot_wait_cycle", "l1_conflict_cycle", "im_conflict_cycle", "dcache_miss_cnt", "icache_miss_cnt",
+           "instruction_cnt", "dma0_llb_conflict_cycle", "dma0_c0_cycle0", "dma0_c0_cycle1", "dma0_c0_byte",
+           "dma0_c1_cycle0", "dma0_c1_cycle1", "dma0_c1_byte", "dma1_llb_conflict_cycle", "dma1_c0_cycle0",
+           "dma1_c0_cycle1", "dma1_c0_byte", "dma1_c1_cycle0", "dma1_c1_cycle1", "dma1_c1_byte")
+MODELLED = ("mcu_cycle", "vme_cycle", "mme_cycle", "vec_cycle", "syn_cycle", "mte_total_cycle",
+            "pal_vme_mme_cycle", "pal_mte_mme_cycle", "pal_vme_mte_cycle", "pal_total_cycle", "mte_icmov_cycle",
+            "mte_l12llb_cycle", "mte_pld_cycle", "mte_pld_byte", "mte_l12llb_byte", "mte_icmov_byte",
+            "vec_slot_wait_cycle", "mme_slot_wait_cycle", "mte_slot_wait_cycle")
+KERNEL_TASK_TYPES = ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU")
+
+
+@dataclass
+class PerfTables:
+    """``runs``: one row per executed kernel task (COLUMNS + device_id, index_id, start_sim_ns,
+    dur_ns); ``ops``: op_perf.csv (COLUMNS, one row per op in first-run order, summed)."""
+
+    runs: pd.DataFrame
+    ops: pd.DataFrame
+    meta: dict[str, Any]
+
+    def timings_ns(self) -> dict[str, tuple[int, int]]:
+        """op name -> (start relative to the first task, duration) of its first run."""
+        first = self.runs.drop_duplicates("name")
+        t0 = int(first["start_sim_ns"].min()) if len(first) else 0
+        return {n: (int(s) - t0, int(d)) for n, s, d in zip(first["name"], first["start_sim_ns"], first["dur_ns"])}
+
+    def write(self, result_dir: Path) -> list[Path]:
+        """op_perf.csv, perf/{op}.csv and op_perf_meta.json under ``result_dir``."""
+        result_dir.mkdir(parents=True, exist_ok=True)
+        out = [_csv(self.ops, result_dir / "op_perf.csv")]
+        perf_dir = result_dir / "perf"
+        perf_dir.mkdir(exist_ok=True)
+        for name, rows in self.runs.groupby("name", sort=False, observed=True):
+            out.append(_csv(rows[list(COLUMNS)], perf_dir / f"{dumpdir.node_file_name(str(name))}.csv"))
+        dumpdir.write_text_atomic(result_dir / "op_perf_meta.json", graphio.dump_json(self.meta).decode())
+        return out
+
+
+def _csv(df: pd.DataFrame, path: Path) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp")
+    df.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+    return path
+
+
+def perf_from_sim(sim: Any, graph: Graph, *, tuning: dict | None = None, device_id: int = 0) -> PerfTables:
+    """The counters of every kernel task device ``device_id`` ran in ``sim`` (a SimResult of
+    ``graph``'s workload, run with ``tuning``)."""
+    from msprof_py.runtime.cost import op_cost
+
+    spec = sim.spec
+    truth = sim.truth
+    t = truth[(truth["device_id"] == device_id) & truth["task_type"].astype(str).isin(KERNEL_TASK_TYPES)]
+    ops = {op.name: op for op in graph.ops}
+    t = t[t["op_name"].astype(str).isin(ops.keys())].sort_values(["index_id", "start_sim_ns"], kind="stable")
+    names = t["op_name"].astype(str).to_numpy()
+    uniq = list(dict.fromkeys(names))
+    per_op: dict[str, dict[str, float]] = {}
+    overhead_ns = spec.kernel_launch_overhead_us * 1000.0
+    for n in uniq:
+        op = ops[n]
+        c = op_cost(op, spec, (tuning or {}).get(n))
+        p = c.pipes
+        cube_in = sum(x.nbytes for x in op.inputs[:2]) if p.get("cube", 0) > 0 else 0
+        per_op[n] = {
+            "cost_ns": float(c.duration_ns), "overhead_ns": min(overhead_ns, float(c.duration_ns)),
+            "cube": p.get("cube", 0.0), "vector": p.get("vector", 0.0), "scalar": p.get("scalar", 0.0),
+            "mte1": p.get("mte1", 0.0), "mte2": p.get("mte2", 0.0), "mte3": p.get("mte3", 0.0),
+            "in_bytes": float(sum(x.nbytes for x in op.inputs)), "out_bytes": float(sum(x.nbytes for x in op.outputs)),
+            "cube_in": float(cube_in),
+        }
+    base = pd.DataFrame.from_dict(per_op, orient="index")
+    b = base.reindex(names) if len(names) else pd.DataFrame(columns=base.columns, dtype=float)
+    f = spec.aic_frequency_mhz / 1000.0  # cycles per ns
+    dur = t["dur_ns"].to_numpy(dtype=np.float64)
+    scale = dur / np.maximum(b["cost_ns"].to_numpy(), 1.0)
+    cyc = lambda col: b[col].to_numpy() * scale * f  # noqa: E731
+    busy = (b["cost_ns"].to_numpy() - b["overhead_ns"].to_numpy()) * scale * f
+    mme, vme, vec = cyc("cube"), cyc("vector"), cyc("scalar")
+    mte1, mte2, mte3 = cyc("mte1"), cyc("mte2"), cyc("mte3")
+    mte = mte1 + mte2 + mte3
+
+    def wait(pipe: np.ndarray) -> np.ndarray:
+        return np.where(pipe > 0, np.maximum(busy - pipe, 0), 0)
+
+    vals = {
+        "mcu_cycle": dur * f, "vme_cycle": vme, "mme_cycle": mme, "vec_cycle": vec,
+        "syn_cycle": b["overhead_ns"].to_numpy() * scale * f, "mte_total_cycle": mte,
+        "pal_vme_mme_cycle": np.minimum(vme, mme), "pal_mte_mme_cycle": np.minimum(mte, mme),
+        "pal_vme_mte_cycle": np.minimum(vme, mte), "pal_total_cycle": np.maximum(vme + mme + mte - busy, 0),
+        "mte_icmov_cycle": mte1, "mte_l12llb_cycle": mte3, "mte_pld_cycle": mte2,
+        "mte_pld_byte": b["in_bytes"].to_numpy(), "mte_l12llb_byte": b["out_bytes"].to_numpy(),
+        "mte_icmov_byte": b["cube_in"].to_numpy(),
+        "vec_slot_wait_cycle": wait(vec), "mme_slot_wait_cycle": wait(mme), "mte_slot_wait_cycle": wait(mte),
+    }
+    runs = pd.DataFrame({"name": names})
+    for col in COLUMNS[1:]:
+        runs[col] = pd.array(np.rint(vals[col]).astype(np.int64), dtype="Int64") if col in vals \
+            else pd.array([pd.NA] * len(names), dtype="Int64")
+    runs["device_id"] = device_id
+    runs["index_id"] = t["index_id"].to_numpy()
+    runs["start_sim_ns"] = t["start_sim_ns"].to_numpy()
+    runs["dur_ns"] = t["dur_ns"].to_numpy()
+    ops_df = runs.groupby("name", sort=False)[list(COLUMNS[1:])].sum(min_count=1).reset_index()
+    ops_df = ops_df.set_index("name").reindex(uniq).reset_index()
+    meta = {
+        "simulated": True, "device_id": device_id, "aic_frequency_mhz": spec.aic_frequency_mhz,
+        "aggregation": "op_perf.csv: counters summed over every run of the op; perf/{op}.csv: one row per run",
+        "modelled_columns": list(MODELLED),
+        "not_modelled_columns_left_empty": [c for c in COLUMNS[1:] if c not in MODELLED],
+        "runs": int(len(runs)), "iterations": sorted({int(i) for i in runs["index_id"]}),
+        "tuned_ops": sorted((tuning or {}).keys()),
+    }
+    return PerfTables(runs, ops_df, meta)
+
+
+def op_perf(workload: Any, *, iterations: int = 1, seed: int = 0, tuning: dict | None = None,
+            device_id: int = 0) -> PerfTables:
+    """Run ``workload`` (a runtime Workload, name or Graph) on the simulator, profiling off,
+    and return its counters."""
+    from msprof_py.runtime import sim
+
+    res = sim.run(workload, iterations=iterations, seed=seed, tuning=tuning)
+    wl = sim.resolve(workload)
+    tables = perf_from_sim(res, wl.graph, tuning=tuning, device_id=device_id)
+    tables.meta.update({"seed": seed, "workload": wl.name})
+    return tables

@@ -1,0 +1,61 @@
+"""Numerics on the runtime's built-in workloads at small shapes."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("msprof_py.runtime.sim", reason="msprof_py.runtime.sim has not landed yet")
+
+from msprof_py.cli import cli  # noqa: E402
+from msprof_py.precision.compare import CompareOptions, compare_dump  # noqa: E402
+from msprof_py.precision.dump import run_and_dump  # noqa: E402
+from msprof_py.precision.locate import locate  # noqa: E402
+from msprof_py.precision.numerics import Fault  # noqa: E402
+from msprof_py.precision.workloads import load_workload  # noqa: E402
+
+CONV = "resnet50/layer2/1/conv2/Conv2D"
+
+
+@pytest.fixture(scope="module")
+def resnet():
+    return load_workload("resnet50", {"batch": 1, "image": 32})
+
+
+def test_resnet50_device_graph_runs_in_the_logical_layout(resnet):
+    assert resnet.workload.graph.ops[1].outputs[0].format == "NC1HWC0"
+    conv = next(op for op in resnet.npu_graph.ops if op.name == "resnet50/conv1/Conv2D")
+    assert conv.outputs[0].shape == (1, 64, 16, 16) and conv.inputs[1].shape == (64, 16, 7, 7)
+    fc = [op.name for op in resnet.cpu_graph.ops if op.name.startswith("resnet50/fc/")]
+    assert fc == ["resnet50/fc/MatMul", "resnet50/fc/BiasAdd"]  # the fused fc, split for the reference
+
+
+@pytest.mark.parametrize("fault", [None, Fault(CONV)])
+def test_resnet50_fault_is_located_and_clean_run_names_no_computation_error(resnet, short_dir, fault):
+    d = str(short_dir / "d")
+    res = run_and_dump(resnet.cpu_graph, d, npu_graph=resnet.npu_graph, seed=0, faults=(fault,) if fault else ())
+    assert any("backward pass" in why for _, why in res.npu.skipped)
+    cmp = compare_dump(d, CompareOptions())
+    by = {n.npu_node: n for n in cmp.nodes}
+    assert by["resnet50/fc/MatMulV2"].cpu_node == "resnet50/fc/BiasAdd"
+    loc = locate(cmp)
+    if fault is None:
+        assert loc.verdict in ("accumulated error", "no error") and loc.error_node is None
+    else:
+        assert loc.verdict == "computation error" and loc.error_node == CONV
+
+
+def test_cli_runs_a_workload_dumps_compares_and_writes_op_perf(short_dir):
+    d = short_dir / "d"
+    r = CliRunner().invoke(cli, ["compare", "--dump_path", str(d), "--workload", "single_op", "--param", "batch=4",
+                                 "--param", "size=64", "--inject", "op=aclnnRelu_ReluAiCore_Relu,kind=overflow"])
+    assert r.exit_code == 0, r.output
+    assert "error starts at: aclnnRelu_ReluAiCore_Relu" in r.output and "computation error" in r.output
+    assert "fault injected" in r.output
+    perf = pd.read_csv(d / "result" / "op_perf.csv")
+    assert "aclnnMatmul_MatMulCommon_MatMulV2" in set(perf["name"])
+    order = (d / "result" / "node_runtime.file").read_text().splitlines()
+    assert order[1].split("\t")[1] == "aclnnMatmul_MatMulCommon_MatMulV2" and int(order[2].split("\t")[2]) > 0
+    r = CliRunner().invoke(cli, ["compare", "--dump_path", str(d), "--workload", "resnet50"])
+    assert r.exit_code == 1 and "GFLOP" in r.output and "--param" in r.output
+    assert (d / "result" / "op_perf.csv").is_file()  # the refused run left the old dump alone
