@@ -20,9 +20,11 @@ BOOL = click.BOOL
               help="Dump directory (absolute, at most 50 characters) [default: $DUMP_MEMORY_PATH].")
 @click.option("--workload", default=None, metavar="NAME",
               help="First run this built-in workload numerically (NPU and CPU) and dump it to a new dump directory.")
+@click.option("--graph", "graph_file", default=None, metavar="FILE",
+              help="First run this user graph file (JSON, as for collect --graph) numerically and dump it.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Workload parameter (repeatable).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the generated inputs and weights.")
-@click.option("--inject", "injects", multiple=True, metavar="op=NAME[,kind=wrong_result|overflow]",
+@click.option("--inject", "injects", multiple=True, metavar="op=NAME[,kind=wrong_result|overflow][,scale=X]",
               help="Inject a fault into one NPU op (testing; repeatable; always recorded).")
 @click.option("--dump_op_perf", type=click.IntRange(0, 2), default=None,
               help="With --workload: 0 precision only, 1 performance only, 2 both [default: $DUMP_OP_PERF or 2].")
@@ -43,7 +45,7 @@ BOOL = click.BOOL
 @click.option("--force_compare", type=BOOL, is_flag=False, flag_value=True, default=False, show_default=True,
               help="Compare nodes whose shapes differ but whose sizes are equal.")
 @click.option("--skip_keys", default=None, metavar="K1,K2", help="Skip nodes whose names contain a keyword.")
-def compare(dump_path, workload, params, seed, injects, dump_op_perf, cpu_dir, npu_dir, node_runtime_filename,
+def compare(dump_path, workload, graph_file, params, seed, injects, dump_op_perf, cpu_dir, npu_dir, node_runtime_filename,
             op_config_name, diff_cnt, atol, rtol, show_graph, max_bins, min_bins, max_cores, map_node_dict,
             force_compare, skip_keys) -> None:
     """Compare NPU dumps with the CPU reference: result/cpu_vs_npu.csv, per-node CSVs, logs,
@@ -55,7 +57,7 @@ def compare(dump_path, workload, params, seed, injects, dump_op_perf, cpu_dir, n
         env = os.environ.get("DUMP_OP_PERF", "2")
         dump_op_perf = int(env) if env in ("0", "1", "2") else -1
     out = run_guarded(lambda: run_compare(
-        path, workload=workload, params=params, seed=seed, injects=injects, dump_op_perf=dump_op_perf,
+        path, workload=workload, graph_file=graph_file, params=params, seed=seed, injects=injects, dump_op_perf=dump_op_perf,
         cpu_dir=cpu_dir, npu_dir=npu_dir, node_runtime_filename=node_runtime_filename,
         op_config_name=op_config_name, diff_cnt=diff_cnt, atol=atol, rtol=rtol, show_graph=show_graph,
         max_bins=max_bins, min_bins=min_bins, max_cores=max_cores, map_node_dict=map_node_dict,

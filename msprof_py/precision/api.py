@@ -38,7 +38,8 @@ def parse_params(params: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def run_compare(dump_path: str | None, *, workload: str | None = None, params: Sequence[str] = (),
+def run_compare(dump_path: str | None, *, workload: str | None = None, graph_file: str | None = None,
+                params: Sequence[str] = (),
                 seed: int = 0, injects: Sequence[str] = (), dump_op_perf: int = 2,
                 cpu_dir: str | None = None, npu_dir: str | None = None,
                 node_runtime_filename: str | None = None, op_config_name: str | None = None,
@@ -63,14 +64,18 @@ def run_compare(dump_path: str | None, *, workload: str | None = None, params: S
     if dump_op_perf not in (0, 1, 2):
         raise InvalidParamError("DUMP_OP_PERF must be 0 (precision), 1 (performance) or 2 (both)")
     faults = tuple(parse_fault(s) for s in injects)
-    if workload is None and (faults or params):
-        raise InvalidParamError("--inject and --param need --workload (they change the numeric run)")
+    if workload is not None and graph_file is not None:
+        raise InvalidParamError("give --workload NAME or --graph FILE, not both")
+    if workload is None and graph_file is None and (faults or params):
+        raise InvalidParamError("--inject and --param need --workload or --graph (they change the numeric run)")
+    if graph_file is not None:
+        workload = graph_file
     if workload is not None:
         from msprof_py.precision.dump import run_and_dump
-        from msprof_py.precision.workloads import load_workload
+        from msprof_py.precision.workloads import load_graph, load_workload
 
         dumpdir.check_new_dump_dir(dump_path)
-        wl = load_workload(workload, parse_params(params))
+        wl = load_graph(graph_file, parse_params(params)) if graph_file else load_workload(workload, parse_params(params))
         if dump_op_perf != 1:
             # numpy runs the network for real: refuse sizes that would take minutes
             from msprof_py.precision.numerics import forward_flops

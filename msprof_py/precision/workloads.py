@@ -28,3 +28,19 @@ def load_workload(name: str, params: dict[str, Any]) -> LoadedWorkload:
     wl = get_workload(name, **params)
     npu = to_logical(wl.graph)
     return LoadedWorkload(wl, npu, unfuse(npu))
+
+
+def load_graph(path: str, params: dict[str, Any]) -> LoadedWorkload:
+    """A user graph file (the runtime's JSON schema, as ``collect --graph`` reads it); the only
+    parameter is ``batch``, which rescales dimension 0."""
+    try:
+        from msprof_py.runtime.workloads import load_graph_file
+    except ImportError:
+        raise WorkloadError("user graph files are not available in this build "
+                            "(msprof_py.runtime.workloads is missing)") from None
+    unknown = set(params) - {"batch"}
+    if unknown:
+        raise WorkloadError(f"{path}: a graph file takes only --param batch=N, not {', '.join(sorted(unknown))}")
+    g = load_graph_file(path, batch=params.get("batch"))
+    npu = to_logical(g)
+    return LoadedWorkload(g, npu, unfuse(npu))

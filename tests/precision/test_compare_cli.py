@@ -61,7 +61,7 @@ def test_flags_accept_the_seed_spelling_and_bare_flags(short_dir):
     (["--dump_path", "/tmp", "--rtol", "1.2"], None, 1, "--rtol must be in [0.0, 1.0]"),
     (["--dump_path", "/tmp", "--min_bins", "200"], None, 1, "--min_bins"),
     (["--dump_path", "/tmp", "--map_node_dict", "{bad"], None, 1, "not a JSON object"),
-    (["--dump_path", "/tmp", "--inject", "op=fc"], None, 1, "need --workload"),
+    (["--dump_path", "/tmp", "--inject", "op=fc"], None, 1, "need --workload or --graph"),
 ])
 def test_bad_input_is_a_clear_error(args, env, code, msg):
     r = invoke(*args, env=env)

@@ -59,3 +59,24 @@ def test_cli_runs_a_workload_dumps_compares_and_writes_op_perf(short_dir):
     r = CliRunner().invoke(cli, ["compare", "--dump_path", str(d), "--workload", "resnet50"])
     assert r.exit_code == 1 and "GFLOP" in r.output and "--param" in r.output
     assert (d / "result" / "op_perf.csv").is_file()  # the refused run left the old dump alone
+
+
+def test_cli_runs_a_user_graph_file(short_dir):
+    from pathlib import Path
+
+    graph = Path(__file__).resolve().parents[2] / "fixtures" / "graphs" / "mlp_train.json"
+    if not graph.is_file():
+        pytest.skip("the runtime's example graph file has not landed yet")
+    d = short_dir / "d"
+    r = CliRunner().invoke(cli, ["compare", "--dump_path", str(d), "--graph", str(graph), "--param", "batch=4",
+                                 "--inject", "op=fc1/BiasAdd"])
+    assert r.exit_code == 0, r.output
+    # the fault sits in an original op inside the fused fc1/MatMulV2: the fused node is named
+    assert "error starts at: fc1/MatMulV2" in r.output and "computation error" in r.output
+    import orjson
+
+    meta = orjson.loads((d / "result" / "compare_meta.json").read_bytes())
+    assert meta["mapping"]["fc1/MatMulV2"] == "fc1/BiasAdd" and meta["mapping_source"]["fc1/MatMulV2"] == "fusion record"
+    r = CliRunner().invoke(cli, ["compare", "--dump_path", str(short_dir / "e"), "--graph", str(graph),
+                                 "--param", "layers=3"])
+    assert r.exit_code == 1 and "only --param batch" in r.output
