@@ -192,3 +192,14 @@ def test_any_truncation_is_repaired_or_refused_cleanly(cut):
     except DataError:
         return
     assert reps and reps[-1].kind in ("truncated",) or json.loads(text) == doc
+
+
+def test_task_without_section_takes_its_mode_from_the_file_name(tmp_path):
+    # documented: no OPAT section when no operator could be tuned
+    p = tmp_path / "aoe_result_opat_20240101_000000000_pid1.json"
+    p.write_text('[{"basic": {"tuning_name": "t", "tuning_time(s)": 0}}]')
+    res = read_results([p], strict=True)
+    assert res.tasks.loc[0, ["mode", "status", "n_entries"]].tolist() == ["OPAT", "no_ops", 0]
+    p2 = tmp_path / "aoe_result_sgat_20240101_000000000_pid1.json"
+    p2.write_text('[{"basic": {"tuning_name": "t", "tuning_time(s)": 0}}]')
+    assert read_results([p2]).tasks.loc[0, "status"] == "failed"  # documented: no SGAT section on failure

@@ -21,6 +21,9 @@ The model time before and after (``model_baseline_performance(ms)`` /
 ``model_result_performance(ms)``) is the workload's median iteration time on the simulator built
 with the repositories as they were before and as they are after tuning.  The result file is
 rewritten after every key; its side file ``*.provenance.json`` lists every measurement.
+
+Same seed -> same choices, same numbers, same bank bytes.  The file name's timestamp and pid and
+``tuning_time(s)`` are wall-clock facts of the run, as in AOE's own files.
 """
 from __future__ import annotations
 
@@ -258,9 +261,15 @@ def _opat(wl: "Workload", task: _Task, obank: Bank, gbank: Bank, measurer: SimMe
         return {**graph_tuning, **apply_op_bank(graph, obank, soc)}
 
     baseline = measurer.model_ms(model, tuning_now(), label="baseline")
-    section = lambda result, res_ms=None: {  # noqa: E731 - the OPAT section as it stands
-        **_model_fields(baseline, res_ms), "opat_tuning_result": result, "repo_modified_operators": list(modified),
-        "repo_summary": summary.as_dict(), **({"tuning_failed_operators": list(failed)} if failed else {})}
+
+    def section(result: str, res_ms: float | None = None) -> dict[str, Any]:
+        """The OPAT section as it stands (model result only once tuning is done)."""
+        out = {**_model_fields(baseline, res_ms), "opat_tuning_result": result,
+               "repo_modified_operators": list(modified), "repo_summary": summary.as_dict()}
+        if failed:
+            out["tuning_failed_operators"] = list(failed)
+        return out
+
     if not groups:
         task.write(S.OPAT, None, done=True)  # documented: no OPAT section when no operator can be tuned
         task.echo(f"{task.name} process finished. No operator to tune.")
