@@ -321,6 +321,25 @@ def test_reprofile_with_tune_bank_shows_the_tuned_ops_faster(resnet_opat, tmp_pa
         assert us_plain[name] / us_tuned[name] == pytest.approx(before / after, rel=0.05)
         checked += 1
     assert checked == len(out.modified) > 100
+    # ... and so does msprof's op_summary written by ``msprof-py export`` (when the exporter is present)
+    import importlib.util
+
+    if importlib.util.find_spec("msprof_py.cli.export_cmd") is not None:
+        import pandas as pd
+
+        means = {}
+        for label, prof in (("plain", plain), ("tuned", tuned)):
+            r = runner.invoke(cli, ["export", "--output", str(prof)])
+            assert r.exit_code == 0, r.output
+            (csv,) = prof.glob("mindstudio_profiler_output/op_summary_*.csv")
+            df = pd.read_csv(csv)
+            means[label] = df.groupby("Op Name")["Task Duration(us)"].mean()
+        for item in out.modified:
+            perf = item["tune_performance"]
+            dims = [d for d in ("Format", "Schedule", "Impl") if d in perf]
+            ratio = perf[dims[0]]["performance_before_tune(us)"] / perf[dims[-1]]["performance_after_tune(us)"]
+            name = item["op_name"]
+            assert means["plain"][name] / means["tuned"][name] == pytest.approx(ratio, rel=0.05)
     # the reader joins the tuned operators with the re-profiled run
     r = runner.invoke(cli, ["aoe-report", str(out.result_path), "--output", str(tmp_path / "rep"),
                             "--profile", str(tuned)])
