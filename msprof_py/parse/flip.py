@@ -30,7 +30,19 @@ def compute_batch_id(task_stream: np.ndarray, task_id: np.ndarray, task_time: np
     first_of_key = np.searchsorted(fk, tc, side="left")
     batch = np.where(last >= 0, last - first_of_key + 1, 0)
 
-    # calibration: contiguous run (in time order) right before flip k with task_id < flip.task_id
+    # calibration: contiguous run (in time order) right before flip k with task_id < flip.task_id;
+    # only flips with task_id > 0 can move anything, so only their streams are looked at
+    movable = (flip_task_id > 0) & (flip_num != FLIP_STREAM_DESTROY)
+    if not movable.any():
+        return batch
+    sel = np.flatnonzero(np.isin(tc, np.unique(fc[movable])))
+    batch[sel] = _calibrate(tc[sel], task_id[sel], task_time[sel], batch[sel], first_of_key[sel], fk, flip_task_id,
+                            flip_num, forder)
+    return batch
+
+
+def _calibrate(tc, task_id, task_time, batch, first_of_key, fk, flip_task_id, flip_num, forder) -> np.ndarray:
+    n = len(tc)
     torder = np.lexsort((task_time, tc))
     sk, sb, sid = tc[torder], batch[torder], task_id[torder].astype(np.int64)
     nxt = first_of_key[torder] + sb  # index in sorted flips of the next flip (if same key)

@@ -1,0 +1,106 @@
+"""The exporter interface, output naming and atomic file writing.
+
+Every exporter is an object with a ``name``, a ``kind`` ("timeline" | "summary" | "db"), a
+``describe`` line for README.txt, and ``write(session, out_dir, naming) -> list[Path]``.
+Exporters only *format* the parsed session tables (see :mod:`msprof_py.parse.schema`); they
+never look at raw data.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from msprof_py.errors import WarningLog
+
+
+@dataclass(frozen=True)
+class Naming:
+    """What an output file name is made of: ``{name}_{device_id}_{model_id}_{iter_id}.{ext}``.
+
+    Parts that do not apply are left out (seed 003): an all-iterations export of device 0 gives
+    ``op_summary_0.csv``; ``--model-id 1 --iteration-id 3`` gives ``op_summary_0_1_3.csv``;
+    host-side files (``api_statistic``, ``fusion_op``) have no device part.
+    """
+
+    device_id: int | None = None
+    model_id: int | None = None
+    iteration_id: int | None = None
+    summary_format: str = "csv"  # csv | json
+    timestamp: str = ""  # YYYYMMDDhhmmss of the collection start (for msprof_{ts}.db)
+
+    def file(self, name: str, ext: str, device: bool = True) -> str:
+        parts = [name]
+        if device and self.device_id is not None:
+            parts.append(str(self.device_id))
+        if self.model_id is not None and self.iteration_id is not None:
+            parts += [str(self.model_id), str(self.iteration_id)]
+        return "_".join(parts) + "." + ext
+
+    def for_device(self, device_id: int | None) -> "Naming":
+        return Naming(device_id, self.model_id, self.iteration_id, self.summary_format, self.timestamp)
+
+
+@dataclass
+class ExportContext:
+    """Things an exporter may need besides the session: warnings and the enabled timeline layers."""
+
+    warnings: WarningLog = field(default_factory=WarningLog)
+    layers: frozenset[str] | None = None  # json_process keys switched on; None = all
+
+    def layer_on(self, key: str) -> bool:
+        return self.layers is None or key in self.layers
+
+
+class Exporter(Protocol):
+    name: str
+    kind: str  # "timeline" | "summary" | "db"
+    per_device: bool
+    describe: str
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        """Write this exporter's file(s) for ``naming.device_id``; return the paths written
+        (empty when the session has no data for it)."""
+        ...
+
+
+REGISTRY: dict[str, Exporter] = {}
+"""``"{kind}:{name}"`` -> exporter, e.g. ``"summary:task_time"`` and ``"timeline:task_time"``."""
+
+
+def register(exporter: Exporter) -> Exporter:
+    key = f"{exporter.kind}:{exporter.name}"
+    if key in REGISTRY:
+        raise ValueError(f"duplicate exporter {key}")
+    REGISTRY[key] = exporter
+    return exporter
+
+
+@contextmanager
+def atomic_open(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
+    """Open a temporary file next to ``path``; rename it to ``path`` only when the block
+    completes.  An interrupted export therefore never leaves a half-written output."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as fp:
+            yield fp
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_chunks(path: Path, chunks: Iterable[bytes]) -> Path:
+    with atomic_open(path) as fp:
+        for c in chunks:
+            fp.write(c)
+    return path

@@ -1,0 +1,61 @@
+"""Interval-set helpers (sorted, disjoint ``[start, end)`` int64 arrays) for Overlap Analysis."""
+from __future__ import annotations
+
+import numpy as np
+
+Intervals = tuple[np.ndarray, np.ndarray]
+
+
+def union(start: np.ndarray, end: np.ndarray) -> Intervals:
+    """Merge possibly overlapping intervals into sorted disjoint ones."""
+    start = np.asarray(start, np.int64)
+    end = np.asarray(end, np.int64)
+    if len(start) == 0:
+        return start[:0], end[:0]
+    o = np.argsort(start, kind="stable")
+    s, e = start[o], end[o]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return s[first], reach[last]
+
+
+def _covered(iv: Intervals, points: np.ndarray) -> np.ndarray:
+    s, e = iv
+    i = np.searchsorted(s, points, side="right") - 1
+    ok = i >= 0
+    out = np.zeros(len(points), bool)
+    out[ok] = e[i[ok]] > points[ok]
+    return out
+
+
+def _from_mask(bounds: np.ndarray, mask: np.ndarray) -> Intervals:
+    """Elementary segments ``[bounds[k], bounds[k+1])`` selected by ``mask`` -> merged intervals."""
+    s, e = bounds[:-1][mask], bounds[1:][mask]
+    if len(s) == 0:
+        return s, e
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] != e[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return s[first], e[last]
+
+
+def difference(a: Intervals, b: Intervals) -> Intervals:
+    """Parts of ``a`` not covered by ``b``."""
+    bounds = np.unique(np.concatenate([a[0], a[1], b[0], b[1]]))
+    if len(bounds) < 2:
+        return a[0][:0], a[1][:0]
+    mids = bounds[:-1]
+    return _from_mask(bounds, _covered(a, mids) & ~_covered(b, mids))
+
+
+def gaps(iv: Intervals) -> Intervals:
+    """Holes between consecutive intervals of a disjoint sorted set."""
+    s, e = iv
+    if len(s) < 2:
+        return s[:0], e[:0]
+    keep = s[1:] > e[:-1]
+    return e[:-1][keep], s[1:][keep]

@@ -1,0 +1,451 @@
+"""Summary tables (CSV, or JSON with ``--summary-format json``) with msprof's exact headers (§5.2).
+
+Numbers are computed the documented way and formatted once per column:
+
+* op_summary ``Task Wait Time(us)`` (§3.6): rows sorted by start; row i > 0 waits
+  ``max(0, start_i - start_{i-1} - dur_{i-1})``, the first row 0.  Computed in integer ns and
+  printed like every other duration (3 decimals).  msprof's C++ writes the first row as ``0`` and
+  the others with 6 decimals; we do not copy that quirk.
+* op_statistic ``Ratio(%)`` (§3.7): group total / device total x 100; rows sorted by Total Time
+  descending; printed like msprof's ``DoubleToStr`` (3 decimals, trailing zeros stripped).
+* step_trace (§3.8): one row per iteration; timestamps carry msprof's trailing ``\\t``; values
+  that do not exist (no FP/BP tag, first iteration's Data Aug Bound, missing reduce pairs) are
+  ``N/A``.  The C++ all-reduce sign bug (first pair computed ``start - end``) is not copied.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import union_categoricals
+
+from msprof_py.export.base import ExportContext, Naming, register
+from msprof_py.export.session_access import NA_ID, api_of_device, of_device, table
+from msprof_py.export.table_writer import Col, write_table
+from msprof_py.export.views import summary_tasks, shown_tasks, task_types
+
+OP_SUMMARY_HEADER = [
+    "Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
+    "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)", "Block Num", "Mix Block Num",
+    "HF32 Eligible", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+    "Output Data Types", "Output Formats", "Context ID"]
+OP_STATISTIC_HEADER = ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)",
+                       "Avg Time(us)", "Max Time(us)", "Ratio(%)"]
+STEP_TRACE_HEADER = ["Device_id", "Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)",
+                     "Iteration Time(us)", "FP to BP Time(us)", "Iteration Refresh(us)", "Data Aug Bound(us)",
+                     "Model ID"]
+API_STATISTIC_HEADER = ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)",
+                        "Variance"]
+TASK_TIME_HEADER = ["Device_id", "kernel_name", "kernel_type", "stream_id", "task_id", "task_time(us)",
+                    "task_start(us)", "task_stop(us)"]
+COMM_STATISTIC_HEADER = ["Device_id", "OP Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
+                         "Max Time(us)", "Ratio(%)"]
+FUSION_OP_HEADER = ["Device_id", "Model Name", "Model ID", "Fusion Op", "Original Ops", "Memory Input(KB)",
+                    "Memory Output(KB)", "Memory Weight(KB)", "Memory Workspace(KB)", "Memory Total(KB)"]
+# legacy files of seed 003 (msprof of that era; column sets documented in docs/exporters.md)
+RUNTIME_API_HEADER = ["Device_id", "Name", "Time(%)", "Time(us)", "Calls", "Avg(us)", "Min(us)", "Max(us)",
+                      "Process ID", "Thread ID"]
+AI_STACK_HEADER = ["Device_id", "Component", "Time(%)", "Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)"]
+GE_OP_EXECUTE_HEADER = ["Device_id", "Thread ID", "Op Name", "OP Type", "Event Type", "Start Time(us)",
+                        "Duration(us)"]
+
+
+# -- formatting helpers ---------------------------------------------------------------------
+def i64(col: Any) -> np.ndarray:
+    """An integer column as int64 (missing -> -1) without a detour through float."""
+    s = pd.Series(col)
+    if s.dtype.kind in "iu":
+        return s.to_numpy(dtype=np.int64)
+    return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+
+
+def text(col: Any) -> pd.Series:
+    s = pd.Series(col)
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return s
+    return s.astype(object).where(s.notna(), "N/A").astype(str)
+
+
+def _as_cat(values: Any) -> pd.Categorical:
+    """Any column -> a Categorical with plain-str (object) categories and "N/A" for missing."""
+    if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        c = pd.Categorical(values)
+        codes = np.asarray(c.codes, dtype=np.int64)
+        cats = [str(x) for x in c.categories]
+    else:
+        codes, uniq = pd.factorize(pd.Series(values, dtype=object), sort=False)
+        codes = np.asarray(codes, dtype=np.int64)
+        cats = [str(x) for x in uniq]
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(cats), codes)
+        cats.append("N/A")
+    if len(set(cats)) != len(cats):  # e.g. a real "N/A" category plus missing values
+        uniq, inverse = np.unique(np.array(cats, dtype=object), return_inverse=True)
+        codes, cats = inverse[codes], list(uniq)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+
+
+def dbl(values: Any) -> list[str]:
+    """msprof's DoubleToStr: 3 decimals, trailing zeros (and a bare point) stripped.  Used for
+    grouped tables only (one value per group, not per task)."""
+    out = []
+    for v in np.asarray(values, dtype=np.float64).tolist():
+        s = f"{round(v, 3):.3f}".rstrip("0").rstrip(".")
+        out.append("0" if s in ("-0", "") else s)
+    return out
+
+
+def stem(out_dir: Path, naming: Naming, name: str, device: bool = True) -> Path:
+    return out_dir / naming.file(name, "x", device=device)[:-2]
+
+
+def _stats(df: pd.DataFrame, keys: list[str], dur: str = "dur_ns") -> pd.DataFrame:
+    g = df.groupby(keys, observed=True, sort=False)[dur]
+    st = g.agg(count="count", total="sum", min="min", max="max").reset_index()
+    return st
+
+
+# -- op_summary -----------------------------------------------------------------------------
+class OpSummary:
+    name = "op_summary"
+    kind = "summary"
+    per_device = True
+    describe = "AI Core / AI CPU / communication op details per task"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        dev = naming.device_id or 0
+        t = summary_tasks(session, dev)
+        comm = of_device(table(session, "communication"), dev)
+        n_t, n_c = len(t), len(comm)
+        if n_t + n_c == 0:
+            return []
+        start = np.concatenate([i64(t["start_ns"]), i64(comm["start_ns"])])
+        dur = np.concatenate([i64(t["dur_ns"]), i64(comm["dur_ns"])])
+        order = np.argsort(start, kind="stable")
+        start, dur = start[order], dur[order]
+        wait = np.zeros(len(start), np.int64)
+        wait[1:] = np.maximum(0, start[1:] - start[:-1] - dur[:-1])
+        is_comm = (np.arange(n_t + n_c) >= n_t)[order]
+
+        def col(task_vals: Any, comm_vals: Any) -> pd.Categorical:
+            # categoricals all the way: one code per row, each distinct string formatted once
+            both = union_categoricals([_as_cat(task_vals), _as_cat(comm_vals)], ignore_order=True)
+            return both[order]
+
+        na_c = np.full(n_c, "N/A", dtype=object)
+        ctx_id = i64(t["context_id"])
+        cols = [
+            Col.ints(np.full(len(start), dev)),
+            Col.ints(np.concatenate([i64(t["model_id"]), i64(comm["model_id"])])[order]),
+            Col.ints(np.concatenate([i64(t["task_id"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
+            Col.ints(np.concatenate([i64(t["stream_id"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
+            Col.text(col(text(t["op_name"]), text(comm["op_name"]))),
+            Col.text(col(text(t["op_type"]), text(comm["op_type"]))),
+            Col.text(col(text(t["op_state"]), na_c)),
+            Col.text(col(task_types(t), np.full(n_c, "COMMUNICATION", dtype=object))),
+            Col.us(start, stamp=True),
+            Col.us(dur),
+            Col.us(wait),
+            Col.ints(np.concatenate([i64(t["block_num"]), np.zeros(n_c, np.int64)])[order]),
+            Col.ints(np.concatenate([i64(t["mix_block_num"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
+            Col.text(col(text(t["hf32_eligible"]), na_c)),
+            Col.text(col(text(t["input_shapes"]), na_c), quote=True),
+            Col.text(col(text(t["input_data_types"]), na_c)),
+            Col.text(col(text(t["input_formats"]), na_c)),
+            Col.text(col(text(t["output_shapes"]), na_c), quote=True),
+            Col.text(col(text(t["output_data_types"]), na_c)),
+            Col.text(col(text(t["output_formats"]), na_c)),
+            Col.ints(np.concatenate([ctx_id, np.zeros(n_c, np.int64)])[order],
+                     na_mask=np.concatenate([ctx_id == NA_ID, np.ones(n_c, bool)])[order]),
+        ]
+        return [write_table(stem(out_dir, naming, self.name), OP_SUMMARY_HEADER, cols, naming.summary_format)]
+
+
+# -- op_statistic ---------------------------------------------------------------------------
+class OpStatistic:
+    name = "op_statistic"
+    kind = "summary"
+    per_device = True
+    describe = "count and time per (OP Type, Core Type)"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        dev = naming.device_id or 0
+        t = summary_tasks(session, dev)
+        if len(t) == 0:
+            return []
+        df = pd.DataFrame({"op_type": text(t["op_type"]).astype(str).to_numpy(), "core": task_types(t),
+                           "dur_ns": i64(t["dur_ns"])})
+        df = df[df["op_type"] != "N/A"]
+        if len(df) == 0:
+            return []
+        st = _stats(df, ["op_type", "core"])
+        grand = st["total"].sum()
+        st["ratio"] = st["total"] / grand * 100 if grand else 0.0
+        st = st.sort_values(["total", "op_type", "core"], ascending=[False, True, True], kind="stable")
+        cols = [Col.ints(np.full(len(st), dev)), Col.text(st["op_type"].to_numpy()), Col.text(st["core"].to_numpy()),
+                Col.ints(st["count"]), Col.text(dbl(st["total"] / 1000), number=True),
+                Col.text(dbl(st["min"] / 1000), number=True),
+                Col.text(dbl(st["total"] / st["count"] / 1000), number=True),
+                Col.text(dbl(st["max"] / 1000), number=True), Col.text(dbl(st["ratio"]), number=True)]
+        return [write_table(stem(out_dir, naming, self.name), OP_STATISTIC_HEADER, cols, naming.summary_format)]
+
+
+# -- step_trace -----------------------------------------------------------------------------
+class StepTraceSummary:
+    name = "step_trace"
+    kind = "summary"
+    per_device = True
+    describe = "iteration trace: FP/BP, iteration time, refresh, data augmentation bound, reduces"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        dev = naming.device_id or 0
+        st = of_device(table(session, "steps"), dev)
+        if len(st) == 0:
+            return []
+        st = st.sort_values(["model_id", "index_id"], kind="stable")
+        start, end = i64(st["step_start_ns"]), i64(st["step_end_ns"])
+        fp, bp, aug = i64(st["fp_start_ns"]), i64(st["bp_end_ns"]), i64(st["data_aug_bound_ns"])
+        no_fp, no_bp = fp <= 0, bp <= 0
+        n = len(st)
+        header = list(STEP_TRACE_HEADER)
+        cols = [Col.ints(np.full(n, dev)), Col.ints(st["index_id"]),
+                Col.us(fp, stamp=True, na_mask=no_fp), Col.us(bp, stamp=True, na_mask=no_bp),
+                Col.us(end, stamp=True), Col.us(end - start),
+                Col.us(bp - fp, na_mask=no_fp | no_bp), Col.us(end - bp, na_mask=no_bp),
+                Col.us(aug, na_mask=aug < 0), Col.ints(st["model_id"])]
+        ar = of_device(table(session, "all_reduce"), dev)
+        if len(ar):
+            ar = ar.sort_values(["model_id", "index_id", "start_ns"], kind="stable").copy()
+            ar["k"] = ar.groupby(["model_id", "index_id"], observed=True).cumcount()
+            key = pd.MultiIndex.from_arrays([i64(st["model_id"]), i64(st["index_id"])])
+            for k in range(int(ar["k"].max()) + 1):
+                sub = ar[ar["k"] == k]
+                # integer positions, never a float reindex: ns timestamps must stay exact
+                pos = key.get_indexer(pd.MultiIndex.from_arrays([i64(sub["model_id"]), i64(sub["index_id"])]))
+                ok = pos >= 0
+                s_ns = np.zeros(n, np.int64)
+                e_ns = np.zeros(n, np.int64)
+                miss = np.ones(n, bool)
+                s_ns[pos[ok]] = i64(sub["start_ns"])[ok]
+                e_ns[pos[ok]] = i64(sub["end_ns"])[ok]
+                miss[pos[ok]] = False
+                header += ["Reduce Start(us)", "Reduce Duration(us)"]
+                cols += [Col.us(s_ns, stamp=True, na_mask=miss), Col.us(e_ns - s_ns, na_mask=miss)]
+        return [write_table(stem(out_dir, naming, self.name), header, cols, naming.summary_format)]
+
+
+# -- api_statistic (host) -------------------------------------------------------------------
+def api_stats_frame(api: pd.DataFrame) -> pd.DataFrame:
+    lvl = text(api["level"]).astype(str).to_numpy()
+    name = np.where(np.isin(lvl, ["communication", "hccl"]), text(api["item_id"]).astype(str).to_numpy(),
+                    text(api["name"]).astype(str).to_numpy())
+    df = pd.DataFrame({"level": lvl, "name": name, "dur_ns": i64(api["end_ns"]) - i64(api["start_ns"])})
+    g = df.groupby(["name", "level"], sort=True)["dur_ns"]
+    st = g.agg(count="count", total="sum", min="min", max="max").reset_index()
+    # population variance in us^2 from integer ns sums (exact sums, float only at the end)
+    sq = df.assign(sq=(df["dur_ns"].astype(np.float64) / 1000) ** 2).groupby(["name", "level"], sort=True)["sq"].sum()
+    mean = st["total"].to_numpy() / st["count"].to_numpy() / 1000
+    st["var"] = np.maximum(0.0, sq.to_numpy() / st["count"].to_numpy() - mean**2)
+    return st
+
+
+class ApiStatistic:
+    name = "api_statistic"
+    kind = "summary"
+    per_device = False
+    describe = "host API calls per level and name: total, count, avg, min, max, variance"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        api = table(session, "api")
+        if len(api) == 0:
+            return []
+        st = api_stats_frame(api)
+        n = len(st)
+        cols = [Col.const("host", n), Col.text(st["level"].to_numpy()), Col.text(st["name"].to_numpy()),
+                Col.text(dbl(st["total"] / 1000), number=True), Col.ints(st["count"]),
+                Col.text(dbl(st["total"] / st["count"] / 1000), number=True),
+                Col.text(dbl(st["min"] / 1000), number=True), Col.text(dbl(st["max"] / 1000), number=True),
+                Col.text(dbl(st["var"]), number=True)]
+        return [write_table(stem(out_dir, naming, self.name, device=False), API_STATISTIC_HEADER, cols,
+                            naming.summary_format)]
+
+
+# -- task_time ------------------------------------------------------------------------------
+class TaskTime:
+    name = "task_time"
+    kind = "summary"
+    per_device = True
+    describe = "Task Scheduler: every device task with its kernel, stream, start and stop"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        dev = naming.device_id or 0
+        t = shown_tasks(session, dev)
+        if len(t) == 0:
+            return []
+        kern = text(t["kernel_name"]).astype(str).to_numpy()
+        op = text(t["op_name"]).astype(str).to_numpy()
+        start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
+        cols = [Col.ints(np.full(len(t), dev)), Col.text(np.where(kern == "N/A", op, kern)),
+                Col.text(pd.Categorical(task_types(t))), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
+                Col.us(dur), Col.us(start, stamp=True), Col.us(start + dur, stamp=True)]
+        return [write_table(stem(out_dir, naming, self.name), TASK_TIME_HEADER, cols, naming.summary_format)]
+
+
+# -- communication_statistic ----------------------------------------------------------------
+class CommunicationStatistic:
+    name = "communication_statistic"
+    kind = "summary"
+    per_device = True
+    describe = "HCCL ops per OP Type: count, time, ratio"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        dev = naming.device_id or 0
+        c = of_device(table(session, "communication"), dev)
+        if len(c) == 0:
+            return []
+        df = pd.DataFrame({"op_type": text(c["op_type"]).astype(str).to_numpy(), "dur_ns": i64(c["dur_ns"])})
+        st = _stats(df, ["op_type"])
+        grand = st["total"].sum()
+        st["ratio"] = st["total"] / grand * 100 if grand else 0.0
+        st = st.sort_values(["total", "op_type"], ascending=[False, True], kind="stable")
+        cols = [Col.ints(np.full(len(st), dev)), Col.text(st["op_type"].to_numpy()), Col.ints(st["count"]),
+                Col.text(dbl(st["total"] / 1000), number=True), Col.text(dbl(st["min"] / 1000), number=True),
+                Col.text(dbl(st["total"] / st["count"] / 1000), number=True),
+                Col.text(dbl(st["max"] / 1000), number=True), Col.text(dbl(st["ratio"]), number=True)]
+        return [write_table(stem(out_dir, naming, self.name), COMM_STATISTIC_HEADER, cols, naming.summary_format)]
+
+
+# -- fusion_op (host) -----------------------------------------------------------------------
+class FusionOp:
+    name = "fusion_op"
+    kind = "summary"
+    per_device = False
+    describe = "fused ops of each model with their original ops and memory"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        f = table(session, "fusion_ops")
+        if len(f) == 0:
+            return []
+        if naming.model_id is not None:
+            f = f[i64(f["model_id"]) == naming.model_id]
+            if len(f) == 0:
+                return []
+        n = len(f)
+        mem = [Col.text(dbl(pd.to_numeric(f[c], errors="coerce").fillna(0)), number=True)
+               for c in ("memory_input_kb", "memory_output_kb", "memory_weight_kb", "memory_workspace_kb",
+                         "memory_total_kb")]
+        cols = [Col.const("host", n), Col.text(text(f["model_name"])), Col.ints(f["model_id"]),
+                Col.text(text(f["fusion_op"])), Col.text(text(f["original_ops"]))] + mem
+        return [write_table(stem(out_dir, naming, self.name, device=False), FUSION_OP_HEADER, cols,
+                            naming.summary_format)]
+
+
+# -- legacy per-component summaries of seed 003 ---------------------------------------------
+class RuntimeApi:
+    name = "runtime_api"
+    kind = "summary"
+    per_device = True
+    describe = "Runtime API calls of this device's host threads: time share, count, avg/min/max"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        dev = naming.device_id or 0
+        api = api_of_device(session, dev)
+        api = api[text(api["level"]).astype(str).to_numpy() == "runtime"] if len(api) else api
+        if len(api) == 0:
+            return []
+        df = pd.DataFrame({"name": text(api["name"]).astype(str).to_numpy(), "pid": i64(api["pid"]),
+                           "tid": i64(api["thread_id"]), "dur_ns": i64(api["end_ns"]) - i64(api["start_ns"])})
+        st = _stats(df, ["name", "pid", "tid"])
+        grand = st["total"].sum()
+        st["ratio"] = st["total"] / grand * 100 if grand else 0.0
+        st = st.sort_values(["total", "name"], ascending=[False, True], kind="stable")
+        cols = [Col.ints(np.full(len(st), dev)), Col.text(st["name"].to_numpy()),
+                Col.text(dbl(st["ratio"]), number=True), Col.text(dbl(st["total"] / 1000), number=True),
+                Col.ints(st["count"]), Col.text(dbl(st["total"] / st["count"] / 1000), number=True),
+                Col.text(dbl(st["min"] / 1000), number=True), Col.text(dbl(st["max"] / 1000), number=True),
+                Col.ints(st["pid"]), Col.ints(st["tid"])]
+        return [write_table(stem(out_dir, naming, self.name), RUNTIME_API_HEADER, cols, naming.summary_format)]
+
+
+COMPONENTS = [("AscendCL", ("acl",)), ("GE", ("model", "node")), ("Runtime", ("runtime",))]
+
+
+class AiStackTime:
+    name = "ai_stack_time"
+    kind = "summary"
+    per_device = True
+    describe = "time per software component: AscendCL, GE, Runtime (host calls) and Task Scheduler (device tasks)"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        dev = naming.device_id or 0
+        api = api_of_device(session, dev)
+        t = shown_tasks(session, dev)
+        parts = []
+        if len(api):
+            lvl = text(api["level"]).astype(str).to_numpy()
+            d = i64(api["end_ns"]) - i64(api["start_ns"])
+            for comp, levels in COMPONENTS:
+                m = np.isin(lvl, levels)
+                if m.any():
+                    parts.append(pd.DataFrame({"component": comp, "dur_ns": d[m]}))
+        if len(t):
+            parts.append(pd.DataFrame({"component": "Task Scheduler", "dur_ns": i64(t["dur_ns"])}))
+        if not parts:
+            return []
+        df = pd.concat(parts, ignore_index=True)
+        order = {c: i for i, c in enumerate(["AscendCL", "GE", "Runtime", "Task Scheduler"])}
+        st = _stats(df, ["component"])
+        st = st.iloc[np.argsort(st["component"].map(order).to_numpy(), kind="stable")]
+        grand = st["total"].sum()
+        ratio = st["total"] / grand * 100 if grand else st["total"] * 0.0
+        cols = [Col.ints(np.full(len(st), dev)), Col.text(st["component"].to_numpy()), Col.text(dbl(ratio), number=True),
+                Col.text(dbl(st["total"] / 1000), number=True), Col.ints(st["count"]),
+                Col.text(dbl(st["total"] / st["count"] / 1000), number=True),
+                Col.text(dbl(st["min"] / 1000), number=True), Col.text(dbl(st["max"] / 1000), number=True)]
+        return [write_table(stem(out_dir, naming, self.name), AI_STACK_HEADER, cols, naming.summary_format)]
+
+
+def dynamic_launches(session: Any, device_id: int) -> pd.DataFrame:
+    """Node-level launches of this device whose device task ran a dynamic-shape op."""
+    api = api_of_device(session, device_id)
+    t = of_device(table(session, "tasks"), device_id)
+    if len(api) == 0 or len(t) == 0:
+        return api.iloc[:0]
+    dyn = t[text(t["op_state"]).astype(str).to_numpy() == "dynamic"]
+    if len(dyn) == 0:
+        return api.iloc[:0]
+    conn = np.unique(i64(dyn["connection_id"]))
+    node = api[(text(api["level"]).astype(str).to_numpy() == "node") & np.isin(i64(api["connection_id"]), conn)]
+    if len(node) == 0:
+        return node
+    first = dyn.sort_values("start_ns", kind="stable").drop_duplicates("connection_id")
+    info = pd.DataFrame({"connection_id": i64(first["connection_id"]),
+                         "op_name": text(first["op_name"]).astype(str).to_numpy(),
+                         "op_type": text(first["op_type"]).astype(str).to_numpy()})
+    out = node.assign(connection_id=i64(node["connection_id"])).merge(info, on="connection_id", how="left")
+    return out.sort_values("start_ns", kind="stable")
+
+
+class GeOpExecute:
+    name = "ge_op_execute"
+    kind = "summary"
+    per_device = True
+    describe = "launch of each dynamic-shape op (only when the model has dynamic-shape ops)"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        dev = naming.device_id or 0
+        node = dynamic_launches(session, dev)
+        if len(node) == 0:
+            return []
+        start = i64(node["start_ns"])
+        cols = [Col.ints(np.full(len(node), dev)), Col.ints(node["thread_id"]), Col.text(node["op_name"].to_numpy()),
+                Col.text(node["op_type"].to_numpy()), Col.text(text(node["name"])), Col.us(start, stamp=True),
+                Col.us(i64(node["end_ns"]) - start)]
+        return [write_table(stem(out_dir, naming, self.name), GE_OP_EXECUTE_HEADER, cols, naming.summary_format)]
+
+
+for _cls in (OpSummary, OpStatistic, StepTraceSummary, ApiStatistic, TaskTime, CommunicationStatistic, FusionOp,
+             RuntimeApi, AiStackTime, GeOpExecute):
+    register(_cls())

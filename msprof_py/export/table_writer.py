@@ -1,0 +1,207 @@
+"""Write a summary table as msprof CSV or as a JSON array of ``{header: value}`` objects.
+
+A table is a header plus one :class:`Col` per header cell.  Cells are formatted once, for the
+whole column, by :class:`~msprof_py.export.rows.RowBuilder`:
+
+* ``Col.ints``: integers.
+* ``Col.us``: integer ns shown as µs with 3 decimals; ``stamp=True`` marks a timestamp, which
+  gets msprof's trailing ``\\t`` in CSV (keeps Excel from using scientific notation) and is a
+  JSON *string* (a double cannot hold µs.ns of an epoch time exactly).
+* ``Col.text``: strings, CSV-quoted where needed; ``quote=True`` always quotes (shape cells,
+  as msprof writes them).  Also used for preformatted numbers of small tables (``number=True``
+  writes them unquoted in JSON).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from msprof_py.export.base import write_chunks
+from msprof_py.export.rows import RowBuilder
+
+
+@dataclass
+class Col:
+    kind: str  # "int" | "us" | "text"
+    values: Any
+    stamp: bool = False
+    quote: bool = False
+    number: bool = False
+    na_mask: np.ndarray | None = None  # rows shown as N/A instead of the value (int/us columns)
+
+    @staticmethod
+    def ints(values: Any, na_mask: np.ndarray | None = None) -> "Col":
+        return Col("int", np.asarray(values, dtype=np.int64), na_mask=na_mask)
+
+    @staticmethod
+    def us(ns: Any, stamp: bool = False, na_mask: np.ndarray | None = None) -> "Col":
+        return Col("us", np.asarray(ns, dtype=np.int64), stamp=stamp, na_mask=na_mask)
+
+    @staticmethod
+    def text(values: Any, quote: bool = False, number: bool = False) -> "Col":
+        return Col("text", values, quote=quote, number=number)
+
+    @staticmethod
+    def const(value: str, n: int, number: bool = False) -> "Col":
+        return Col("text", pd.Categorical.from_codes(np.zeros(n, dtype=np.int64), [value]) if n else [],
+                   number=number)
+
+
+def csv_cell(s: str, always: bool = False) -> str:
+    """RFC 4180 quoting (what Python's csv module and Excel expect).  CSV cannot carry a NUL
+    character, so one shows as the four characters ``\\x00``."""
+    if "\x00" in s:
+        s = s.replace("\x00", "\\x00")
+    if always and len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+        return s  # already quoted by the producer
+    if always or any(ch in s for ch in ',"\n\r'):
+        return '"' + s.replace('"', '""') + '"'
+    return s
+
+
+def _json_str(s: str) -> str:
+    return orjson.dumps(s).decode()
+
+
+def _json_text(s: str, number: bool) -> str:
+    if number:
+        try:
+            float(s)
+            return s
+        except ValueError:
+            pass
+    return _json_str(s)
+
+
+def _factorize(values: Any) -> tuple[np.ndarray, list[str]]:
+    if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        cat = pd.Categorical(values)
+        codes = np.asarray(cat.codes, dtype=np.int64)
+        cats = [str(c) for c in cat.categories]
+        if (codes < 0).any():  # NaN -> N/A
+            codes = np.where(codes < 0, len(cats), codes)
+            cats.append("N/A")
+        return codes, cats
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object).fillna("N/A"), sort=False)
+    return np.asarray(codes, dtype=np.int64), [str(u) for u in uniques]
+
+
+def _add_cell(rb: RowBuilder, col: Col, json_mode: bool) -> None:
+    n = rb.n
+    if col.kind == "text":
+        codes, cats = _factorize(col.values)
+        if json_mode:
+            if col.quote:  # the quotes are CSV presentation; JSON strings need none
+                cats = [c[1:-1] if len(c) >= 2 and c[0] == c[-1] == '"' else c for c in cats]
+            texts = [_json_text(c, col.number) for c in cats]
+        else:
+            texts = [csv_cell(c, col.quote) for c in cats]
+        rb.cat(codes, texts or [""])
+        return
+    na = col.na_mask if col.na_mask is not None and np.any(col.na_mask) else None
+    vals = col.values if na is None else np.where(na, 0, col.values)
+    quote = json_mode and col.stamp
+    if na is not None:
+        na_text = '"N/A"' if json_mode else "N/A"
+        rb.block(*_na_block(vals, na, col.kind, quote, col.stamp and not json_mode, na_text))
+        return
+    _number(rb, col.kind, vals, quote, col.stamp and not json_mode)
+
+
+def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool) -> None:
+    if quote:
+        rb.lit('"')
+    if kind == "int":
+        rb.int(vals)
+    else:
+        rb.us3(vals)
+    if tab:
+        rb.lit("\t")
+    if quote:
+        rb.lit('"')
+
+
+def _na_block(vals: np.ndarray, na: np.ndarray, kind: str, quote: bool, tab: bool, na_text: str):
+    """A fill function producing either the formatted number or ``N/A`` per row."""
+    from msprof_py.export.rows import int_block, us3_block
+
+    fmt = int_block if kind == "int" else us3_block
+    sample = fmt(np.array([vals.max(), vals.min()])) if len(vals) else np.zeros((0, 1), np.uint8)
+    numw = sample.shape[1] + (2 if quote else 0) + (1 if tab else 0)
+    na_b = np.frombuffer(na_text.encode(), dtype=np.uint8)
+    width = max(numw, len(na_b))
+
+    def fill(a: int, b: int) -> np.ndarray:
+        block = fmt(vals[a:b])
+        parts = []
+        if quote:
+            parts.append(np.full((b - a, 1), ord('"'), np.uint8))
+        parts.append(block)
+        if tab:
+            parts.append(np.full((b - a, 1), ord("\t"), np.uint8))
+        if quote:
+            parts.append(np.full((b - a, 1), ord('"'), np.uint8))
+        out = np.zeros((b - a, width), np.uint8)
+        body = np.hstack(parts)
+        out[:, width - body.shape[1]:] = body
+        m = na[a:b]
+        out[m] = 0
+        out[m, :len(na_b)] = na_b
+        return out
+
+    return width, fill
+
+
+def write_table(path_stem: Path, header: Sequence[str], cols: Sequence[Col], fmt: str = "csv") -> Path:
+    """Write ``{path_stem}.csv`` (msprof CSV) or ``{path_stem}.json`` (array of objects)."""
+    assert len(header) == len(cols), (header, len(cols))
+    n = _length(cols)
+    if fmt == "json":
+        path = path_stem.with_suffix(".json")
+        rb = RowBuilder(n)
+        for i, (h, c) in enumerate(zip(header, cols)):
+            rb.lit(("{" if i == 0 else ",") + _json_str(h) + ":")
+            _add_cell(rb, c, json_mode=True)
+        rb.lit("},\n")
+        return write_chunks(path, _json_array(rb))
+    path = path_stem.with_suffix(".csv")
+    rb = RowBuilder(n)
+    for i, c in enumerate(cols):
+        if i:
+            rb.lit(",")
+        _add_cell(rb, c, json_mode=False)
+    rb.lit("\n")
+    head = (",".join(csv_cell(h) for h in header) + "\n").encode()
+    return write_chunks(path, _prepend(head, rb.chunks()))
+
+
+def _length(cols: Sequence[Col]) -> int:
+    lens = {len(c.values) for c in cols}
+    if len(lens) > 1:
+        raise ValueError(f"columns of different lengths: {sorted(lens)}")
+    return lens.pop() if lens else 0
+
+
+def _prepend(head: bytes, chunks):
+    yield head
+    yield from chunks
+
+
+def _json_array(rb: RowBuilder):
+    """``[`` + rows + ``]``, with the last row's ``,\\n`` turned into ``\\n]``."""
+    yield b"["
+    prev = None
+    for c in rb.chunks():
+        if prev is not None:
+            yield prev
+        prev = c
+    if prev is None:
+        yield b"]\n"
+    else:
+        yield prev[:-2] + b"\n]\n"

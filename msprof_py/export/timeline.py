@@ -1,0 +1,389 @@
+"""``msprof_{device}[_{model}_{iter}].json``: msprof's timeline layout (reference §5.3).
+
+Processes (pid = ``(pid << 10) | (sortIndex << 5) | deviceId``):
+
+* CANN (sort 7, host device id 31): one thread per OS thread, X events named
+  ``{AscendCL|Model|Node|Communication|Runtime}@{api}`` with msprof's args.
+* Ascend Hardware (sort 14): one thread per physical stream ("Stream {id}") with one X per
+  device task; Step Trace threads (tid = model_id + 70000) in the same process.
+* Communication (sort 16): "Group {g} Communication" threads for HCCL big ops and "Plane {p}"
+  threads for their sub-tasks, when the session has communication.
+* Overlap Analysis (sort 31): Computing / Communication / Communication(Not Overlapped) / Free,
+  when the session has communication.
+* HostToDevice flows: ``s`` at the Node launch on its CANN thread, ``f`` (``bp: "e"``) at the
+  device task, ``id = str(connection_id << 32)``.  Only pairs whose two ends are both in the file
+  are written (every flow has both ends), and a launch replayed N times (static graph) gets one
+  flow, to its first execution.
+
+Not written, on purpose: msprof's "Data_aug Bound" pseudo-flows (a ``t`` and an ``s`` sharing a
+non-numeric id and no ``f``): they are not valid flows; the value is in step_trace_*.csv.
+The layer order in the file is fixed (msprof's is nondeterministic).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.export import intervals
+from msprof_py.export.base import ExportContext, Naming, atomic_open, register
+from msprof_py.export.session_access import api_of_device, device_info, of_device, table
+from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
+                                           STEP_TRACE_TID_OFFSET, Arg, Flows, Meta, Slices, format_pid)
+from msprof_py.export.validate import flow_problems, id_problems, nesting_problems
+from msprof_py.export.views import display_names, shown_tasks, task_types
+
+LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
+               "hccl": "Communication", "runtime": "Runtime"}
+PERFETTO_LIMIT_BYTES = 1 << 30
+
+
+@dataclass
+class Timeline:
+    meta: Meta = field(default_factory=Meta)
+    slices: list[Slices] = field(default_factory=list)
+    flows: list[Flows] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return any(len(s) for s in self.slices) or any(len(f) for f in self.flows)
+
+    def slice_count(self) -> int:
+        return sum(len(s) for s in self.slices)
+
+    def problems(self) -> list[str]:
+        """Nesting, flow pairing and id-range problems (empty when the file will load cleanly)."""
+        live = [s for s in self.slices if len(s)]
+        out: list[str] = []
+        if live:
+            names = np.concatenate([_label_names(s) for s in live])
+            out += nesting_problems(np.concatenate([s.pid for s in live]), np.concatenate([s.tid for s in live]),
+                                    np.concatenate([s.start_ns for s in live]),
+                                    np.concatenate([s.dur_ns for s in live]), names=names)
+        for f in self.flows:
+            out += flow_problems(f.ids, f.ids) + id_problems("flow id", f.ids)
+        return out
+
+    def chunks(self) -> Iterator[bytes]:
+        yield self.meta.to_bytes()
+        for s in self.slices:
+            if len(s):
+                yield from s.rows().chunks()
+        for f in self.flows:
+            if len(f):
+                yield from f.rows("s").chunks()
+                yield from f.rows("f").chunks()
+
+
+def _label_names(s: Slices) -> np.ndarray:
+    if isinstance(s.name, str):
+        return np.full(len(s), s.name, dtype=object)
+    return np.asarray(pd.Series(s.name).astype(object).astype(str).to_numpy(), dtype=object)
+
+
+def _i64(col: Any) -> np.ndarray:
+    s = pd.Series(col)
+    if s.dtype.kind in "iu":
+        return s.to_numpy(dtype=np.int64)
+    return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+
+
+def _device_pid(session: Any, device_id: int) -> int:
+    info = device_info(session, device_id)
+    pid = info.get("pid")
+    return int(pid) if pid is not None and not pd.isna(pid) else 0
+
+
+# -- layers ---------------------------------------------------------------------------------
+def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | None = None) -> pd.DataFrame:
+    """CANN API slices of the host threads that belong to this device (or of ``api`` rows
+    chosen by the caller); returns those API rows."""
+    if api is None:
+        api = api_of_device(session, device_id)
+    api = api[_i64(api["start_ns"]) > 0] if len(api) else api
+    if len(api) == 0:
+        return api
+    host_pid = _i64(api["pid"])
+    fpid = (host_pid << 10) | (SORT_CANN << 5) | HOST_DEVICE
+    tid = _i64(api["thread_id"])
+    level = api["level"].astype(object).astype(str).to_numpy()
+    prefix = pd.Series(level).map(LEVEL_NAMES).fillna("Api").to_numpy(dtype=object)
+    names = pd.Series(prefix).str.cat(api["name"].astype(object).astype(str).to_numpy(), sep="@")
+    for p in np.unique(fpid):
+        tl.meta.process(int(p), "CANN", "CPU", SORT_CANN)
+    for p, t in np.unique(np.stack([fpid, tid], axis=1), axis=0):
+        tl.meta.thread(int(p), int(t), f"Thread {t}", int(t))
+    tl.slices.append(Slices(
+        name=pd.Categorical(names), pid=fpid, tid=tid, start_ns=_i64(api["start_ns"]),
+        dur_ns=_i64(api["end_ns"]) - _i64(api["start_ns"]), label="CANN API",
+        args=[Arg("Thread Id", "int", tid), Arg("Mode", "str", api["struct_type"]),
+              Arg("level", "str", api["level"]), Arg("id", "str", api["name"]),
+              Arg("item_id", "str", api["item_id"]), Arg("connection_id", "int", _i64(api["connection_id"]))]))
+    return api
+
+
+def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
+    """One X per device task on its stream thread; returns the task rows shown."""
+    t = shown_tasks(session, device_id)
+    if len(t) == 0:
+        return t
+    hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
+    stream = _i64(t["stream_id"])
+    _hw_process_meta(tl.meta, hw_pid, device_id)
+    for s in np.unique(stream):
+        tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
+    tl.slices.append(Slices(
+        name=pd.Categorical(display_names(t)), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
+        start_ns=_i64(t["start_ns"]), dur_ns=_i64(t["dur_ns"]), label="device task",
+        args=[Arg("Model Id", "int", _i64(t["model_id"])), Arg("Task Type", "str", pd.Categorical(task_types(t))),
+              Arg("Physic Stream Id", "int", stream), Arg("Task Id", "int", _i64(t["task_id"])),
+              Arg("Batch Id", "int", _i64(t["batch_id"])), Arg("Subtask Id", "int", _i64(t["context_id"])),
+              Arg("connection_id", "int", _i64(t["connection_id"]))]))
+    return t
+
+
+def step_trace_slices(session: Any, device_id: int, meta: Meta) -> list[Slices]:
+    """Iteration / FP_BP / Iteration Refresh / Reduce slices on "Step Trace(Model ID:m)" threads."""
+    st = of_device(table(session, "steps"), device_id)
+    if len(st) == 0:
+        return []
+    hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
+    _hw_process_meta(meta, hw_pid, device_id)
+    model = _i64(st["model_id"])
+    tid = model + STEP_TRACE_TID_OFFSET
+    for m in np.unique(model):
+        meta.thread(hw_pid, int(m) + STEP_TRACE_TID_OFFSET, f"Step Trace(Model ID:{m})",
+                    int(m) + STEP_TRACE_TID_OFFSET)
+    start, end = _i64(st["step_start_ns"]), _i64(st["step_end_ns"])
+    fp, bp = _i64(st["fp_start_ns"]), _i64(st["bp_end_ns"])
+    idx = _i64(st["index_id"])
+    pid = np.full(len(st), hw_pid, np.int64)
+    has = (fp > 0) & (bp > 0)
+    na = pd.Series(np.full(len(st), "N/A"))
+    fp_s = pd.Series(_ts_text(fp)).where(fp > 0, na).to_numpy()
+    bp_s = pd.Series(_ts_text(bp)).where(bp > 0, na).to_numpy()
+    out = [Slices(
+        name=np.char.add("Iteration ", idx.astype(str)),
+        pid=pid, tid=tid, start_ns=start, dur_ns=end - start, cat="Iteration Time", label="step trace",
+        args=[Arg("Iteration ID", "int", idx), Arg("FP Start", "str", fp_s), Arg("BP End", "str", bp_s),
+              Arg("Iteration End", "tsstr", end), Arg("Iteration Time(us)", "us", end - start)])]
+    h = np.flatnonzero(has)
+    if len(h):
+        out.append(Slices(
+            name=np.char.add("FP_BP Time ", idx[h].astype(str)), pid=pid[h], tid=tid[h], start_ns=fp[h],
+            dur_ns=bp[h] - fp[h], cat="FP_BP Time", label="step trace FP_BP",
+            args=[Arg("Iteration ID", "int", idx[h]), Arg("FP Start", "tsstr", fp[h]), Arg("BP End", "tsstr", bp[h]),
+                  Arg("FP_BP Time(us)", "us", bp[h] - fp[h])]))
+        out.append(Slices(
+            name=np.char.add("Iteration Refresh ", idx[h].astype(str)), pid=pid[h], tid=tid[h], start_ns=bp[h],
+            dur_ns=end[h] - bp[h], cat="Iteration Refresh", label="step trace refresh",
+            args=[Arg("Iteration ID", "int", idx[h]), Arg("BP End", "tsstr", bp[h]), Arg("Iteration End", "tsstr", end[h]),
+                  Arg("Iteration Refresh(us)", "us", end[h] - bp[h])]))
+    ar = of_device(table(session, "all_reduce"), device_id)
+    if len(ar):
+        ar = ar.sort_values(["model_id", "index_id", "start_ns"], kind="stable")
+        a_idx = _i64(ar["index_id"])
+        k = ar.groupby(["model_id", "index_id"], sort=False).cumcount().to_numpy()
+        a_s, a_e = _i64(ar["start_ns"]), _i64(ar["end_ns"])
+        name = np.char.add(np.char.add(np.char.add("Reduce_", a_idx.astype(str)), "_"), k.astype(str))
+        out.append(Slices(
+            name=name, pid=np.full(len(ar), hw_pid, np.int64), tid=_i64(ar["model_id"]) + STEP_TRACE_TID_OFFSET,
+            start_ns=a_s, dur_ns=a_e - a_s, cat="Reduce", label="all-reduce",
+            args=[Arg("Iteration ID", "int", a_idx), Arg("Reduce Start", "tsstr", a_s),
+                  Arg("Reduce End", "tsstr", a_e)]))
+    return out
+
+
+def _hw_process_meta(meta: Meta, hw_pid: int, device_id: int) -> None:
+    if not any(e["pid"] == hw_pid and e["name"] == "process_name" for e in meta.events):
+        meta.process(hw_pid, "Ascend Hardware", f"NPU {device_id}", SORT_ASCEND_HW)
+
+
+def _ts_text(ns: np.ndarray) -> np.ndarray:
+    """ns -> "us.nnn" strings (small tables only: one per iteration)."""
+    ns = np.asarray(ns, np.int64)
+    return np.array([f"{v // 1000}.{v % 1000:03d}" for v in ns.tolist()], dtype=object)
+
+
+def communication_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
+    ops = of_device(table(session, "communication"), device_id)
+    sub = of_device(table(session, "comm_tasks"), device_id)
+    if len(ops) == 0 and len(sub) == 0:
+        return ops
+    cpid = format_pid(_device_pid(session, device_id), SORT_COMM, device_id)
+    tl.meta.process(cpid, "Communication", f"NPU {device_id}", SORT_COMM)
+    groups = sorted(set(ops["group_name"].astype(str)) | set(sub["group_name"].astype(str)))
+    planes = {g: sorted(set(_i64(sub.loc[sub["group_name"].astype(str) == g, "plane_id"]).tolist()))
+              for g in groups}
+    group_tid, plane_tid, nxt = {}, {}, 0
+    for g in groups:
+        group_tid[g] = nxt
+        tl.meta.thread(cpid, nxt, f"Group {g} Communication", nxt)
+        for p in planes[g]:
+            plane_tid[(g, p)] = nxt + p + 1
+            tl.meta.thread(cpid, nxt + p + 1, f"Plane {p}", nxt + p + 1)
+        nxt += (max(planes[g]) + 2 if planes[g] else 1)
+    if len(ops):
+        ops = ops.sort_values("start_ns", kind="stable")
+        tid = ops["group_name"].astype(str).map(group_tid).to_numpy(np.int64)
+        tl.slices.append(Slices(
+            name=ops["op_name"].astype(str).to_numpy(), pid=np.full(len(ops), cpid, np.int64), tid=tid,
+            start_ns=_i64(ops["start_ns"]), dur_ns=_i64(ops["dur_ns"]), label="communication op",
+            args=[Arg("rank_size", "int", _i64(ops["rank_size"])), Arg("connection_id", "int", _i64(ops["connection_id"])),
+                  Arg("model id", "int", _i64(ops["model_id"])), Arg("data_type", "str", ops["data_type"]),
+                  Arg("alg_type", "str", ops["alg_type"]), Arg("count", "int", _i64(ops["count"]))]))
+    if len(sub):
+        sub = sub.sort_values("start_ns", kind="stable")
+        keys = list(zip(sub["group_name"].astype(str), _i64(sub["plane_id"]).tolist()))
+        tid = np.array([plane_tid[k] for k in keys], dtype=np.int64) if len(keys) < 100_000 else \
+            pd.Series(keys).map(plane_tid).to_numpy(np.int64)
+        tl.slices.append(Slices(
+            name=sub["task_type"], pid=np.full(len(sub), cpid, np.int64), tid=tid,
+            start_ns=_i64(sub["start_ns"]), dur_ns=_i64(sub["dur_ns"]), label="communication task",
+            args=[Arg("notify_id", "int", _i64(sub["notify_id"])),
+                  Arg("duration estimated(us)", "raw", _num_text(sub["duration_estimated_us"])),
+                  Arg("stream id", "int", _i64(sub["stream_id"])), Arg("task id", "int", _i64(sub["task_id"])),
+                  Arg("context id", "int", _i64(sub["context_id"])), Arg("task type", "str", sub["task_type"]),
+                  Arg("src rank", "int", _i64(sub["src_rank"])), Arg("dst rank", "int", _i64(sub["dst_rank"])),
+                  Arg("transport type", "str", sub["transport_type"]), Arg("size(Byte)", "int", _i64(sub["size_bytes"])),
+                  Arg("data type", "str", sub["data_type"]), Arg("link type", "str", sub["link_type"]),
+                  Arg("bandwidth(GB/s)", "raw", _num_text(sub["bandwidth_gbps"]))]))
+    return ops
+
+
+def _num_text(col: pd.Series) -> pd.Categorical:
+    v = pd.to_numeric(col, errors="coerce")
+    return pd.Categorical(v.map(lambda x: "null" if pd.isna(x) else repr(float(x))))
+
+
+def overlap_layer(session: Any, device_id: int, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
+                  tl: Timeline) -> None:
+    """Computing / Communication / Not Overlapped / Free, from the task and HCCL op intervals."""
+    if len(comm_ops) == 0:
+        return
+    tt = task_types(tasks) if len(tasks) else np.array([], dtype=object)
+    comp = tasks[~np.isin(tt, ["COMMUNICATION", "HCCL_AI_CPU", "AI_CPU"])] if len(tasks) else tasks
+    c_s = _i64(comp["start_ns"]) if len(comp) else np.array([], np.int64)
+    c_e = c_s + (_i64(comp["dur_ns"]) if len(comp) else 0)
+    computing = intervals.union(c_s, c_e)
+    m_s = _i64(comm_ops["start_ns"])
+    communication = intervals.union(m_s, m_s + _i64(comm_ops["dur_ns"]))
+    not_overlapped = intervals.difference(communication, computing)
+    busy = intervals.union(np.concatenate([computing[0], communication[0]]),
+                           np.concatenate([computing[1], communication[1]]))
+    free = intervals.gaps(busy)
+    opid = format_pid(_device_pid(session, device_id), SORT_OVERLAP, device_id)
+    tl.meta.process(opid, "Overlap Analysis", f"NPU {device_id}", SORT_OVERLAP)
+    for tid, (label, iv) in enumerate([("Computing", computing), ("Communication", communication),
+                                       ("Communication(Not Overlapped)", not_overlapped), ("Free", free)]):
+        tl.meta.thread(opid, tid, label, tid)
+        if len(iv[0]):
+            tl.slices.append(Slices(name=label, pid=np.full(len(iv[0]), opid, np.int64),
+                                    tid=np.full(len(iv[0]), tid, np.int64), start_ns=iv[0],
+                                    dur_ns=iv[1] - iv[0], label=f"overlap {label}"))
+
+
+def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
+                         hw_pid: int, comm_pid: int, comm_tid: dict[str, int] | None = None) -> Flows | None:
+    """Pair each Node-level launch with the first device task (or HCCL op) carrying its id."""
+    if len(api) == 0:
+        return None
+    lv = api["level"].astype(object).astype(str).to_numpy()
+    src = api[np.isin(lv, ["node", "communication", "hccl"])]
+    if len(src) == 0:
+        return None
+    src_conn = _i64(src["connection_id"])
+    ends = []
+    if len(tasks):
+        has_name = tasks["op_name"].astype(object).fillna("N/A").astype(str).to_numpy() != "N/A"
+        tk = tasks[has_name]
+        ends.append(pd.DataFrame({"conn": _i64(tk["connection_id"]), "pid": hw_pid,
+                                  "tid": _i64(tk["stream_id"]), "ns": _i64(tk["start_ns"])}))
+    if len(comm_ops) and comm_tid is not None:
+        ends.append(pd.DataFrame({"conn": _i64(comm_ops["connection_id"]), "pid": comm_pid,
+                                  "tid": comm_ops["group_name"].astype(str).map(comm_tid).to_numpy(np.int64),
+                                  "ns": _i64(comm_ops["start_ns"])}))
+    if not ends:
+        return None
+    e = pd.concat(ends, ignore_index=True)
+    e = e[e["conn"] >= 0].sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
+    s = pd.DataFrame({"conn": src_conn, "pid": (_i64(src["pid"]) << 10) | (SORT_CANN << 5) | HOST_DEVICE,
+                      "tid": _i64(src["thread_id"]), "ns": _i64(src["start_ns"])})
+    s = s.sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
+    pair = s.merge(e, on="conn", suffixes=("_s", "_f"))
+    pair = pair.sort_values("ns_s", kind="stable")
+    ids = pair["conn"].to_numpy(np.int64) << 32
+    return Flows("HostToDevice", "HostToDevice", ids, pair["pid_s"].to_numpy(np.int64), pair["tid_s"].to_numpy(np.int64),
+                 pair["ns_s"].to_numpy(np.int64), pair["pid_f"].to_numpy(np.int64), pair["tid_f"].to_numpy(np.int64),
+                 pair["ns_f"].to_numpy(np.int64))
+
+
+def build_timeline(session: Any, device_id: int, ctx: ExportContext) -> Timeline:
+    tl = Timeline()
+    api = cann_layer(session, device_id, tl) if ctx.layer_on("cann") else table(session, "api").iloc[:0]
+    tasks = hardware_layer(session, device_id, tl) if ctx.layer_on("ascend") else shown_tasks(session, device_id).iloc[:0]
+    if ctx.layer_on("step_trace"):
+        tl.slices += step_trace_slices(session, device_id, tl.meta)
+    comm_ops = communication_layer(session, device_id, tl) if ctx.layer_on("communication") \
+        else table(session, "communication").iloc[:0]
+    if ctx.layer_on("overlap_analyse"):
+        all_tasks = shown_tasks(session, device_id)
+        overlap_layer(session, device_id, all_tasks, of_device(table(session, "communication"), device_id), tl)
+    comm_tid = None
+    if len(comm_ops):
+        names = [e for e in tl.meta.events if e["name"] == "thread_name"
+                 and e["pid"] == format_pid(_device_pid(session, device_id), SORT_COMM, device_id)]
+        comm_tid = {e["args"]["name"][len("Group "):-len(" Communication")]: e["tid"]
+                    for e in names if e["args"]["name"].startswith("Group ")}
+    flows = host_to_device_flows(
+        api, tasks, comm_ops, format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id),
+        format_pid(_device_pid(session, device_id), SORT_COMM, device_id), comm_tid)
+    if flows is not None and len(flows):
+        tl.flows.append(flows)
+    return tl
+
+
+def json_array(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """``[`` + events (each ending ``,\\n``) + ``]``: the last separator becomes the bracket."""
+    yield b"[\n"
+    prev = b""
+    for c in chunks:
+        if not c:
+            continue
+        if prev:
+            yield prev
+        prev = c
+    yield (prev[:-2] + b"\n]\n") if prev else b"]\n"
+
+
+def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
+    for p in tl.problems():
+        ctx.warnings.warn(f"{path.name}: {p} (viewers drop or misdraw such events)")
+    size = 0
+    with atomic_open(path) as fp:
+        for c in json_array(tl.chunks()):
+            fp.write(c)
+            size += len(c)
+    if size > PERFETTO_LIMIT_BYTES:
+        ctx.warnings.warn(f"{path} is {size / 2**30:.2f} GB: the Perfetto UI cannot open {what} files over 1 GB; "
+                          "export less with --model-id N --iteration-id N")
+    return path
+
+
+class MsprofTimeline:
+    name = "msprof"
+    kind = "timeline"
+    per_device = True
+    describe = "timeline of all layers: CANN APIs, Ascend Hardware tasks, step trace, communication, flows"
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        tl = build_timeline(session, naming.device_id or 0, ctx)
+        if not tl:
+            return []
+        return [write_timeline(tl, out_dir / naming.file("msprof", "json"), ctx, "timeline")]
+
+
+register(MsprofTimeline())

@@ -1,0 +1,157 @@
+"""Chrome-trace events in msprof's exact shapes, built column-wise.
+
+Key order per event kind follows msprof's C++ writer (``json_trace/*.cpp``):
+
+* X: ``{"name","pid","tid","ts","dur","ph":"X"[,"cat"],"args":{...}}``
+* flow: ``{"name","pid","tid","ph":"s"|"f","cat","id","ts"[,"bp":"e"]}``
+* M: ``{"name","pid","tid","ph":"M","args":{"name"|"labels"|"sort_index":...}}``
+
+``ts`` is a string of local epoch µs with exactly 3 decimals (integer ns with a decimal point
+inserted); ``dur`` is a JSON number (µs).  A :class:`Slices` / :class:`Flows` keeps the integer
+columns next to the text builder so the timeline can be validated before it is written.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from msprof_py.export.rows import RowBuilder
+
+# msprof's layer sort indices (C++ LAYER_INFO) and the host pseudo device id
+SORT_CANN, SORT_ASCEND_HW, SORT_COMM, SORT_OVERLAP = 7, 14, 16, 31
+HOST_DEVICE = 31
+STEP_TRACE_TID_OFFSET = 70000
+
+
+def format_pid(pid: int, sort_index: int, device_id: int) -> int:
+    """msprof's timeline pid: ``(pid << 10) | (sortIndex << 5) | deviceId``."""
+    return (int(pid) << 10) | (sort_index << 5) | int(device_id)
+
+
+def jstr(s: Any) -> str:
+    return orjson.dumps(str(s)).decode()
+
+
+@dataclass
+class Arg:
+    """One ``args`` entry: key and a column (``kind``: int | str | us | tsstr)."""
+
+    key: str
+    kind: str
+    values: Any
+
+
+def _add_value(rb: RowBuilder, kind: str, values: Any, n: int) -> None:
+    if kind == "int":
+        rb.int(np.asarray(values, dtype=np.int64))
+    elif kind == "us":  # a JSON number in µs from ns
+        rb.us3(np.asarray(values, dtype=np.int64))
+    elif kind == "tsstr":  # a timestamp string "us.nnn"
+        rb.lit('"').us3(np.asarray(values, dtype=np.int64)).lit('"')
+    elif kind == "str":
+        if isinstance(values, str):
+            rb.lit(jstr(values))
+        else:
+            _add_strings(rb, values)
+    elif kind == "raw":  # preformatted JSON texts (categorical/array)
+        _add_strings(rb, values, encode=False)
+    else:
+        raise ValueError(kind)
+
+
+def _add_strings(rb: RowBuilder, values: Any, encode: bool = True) -> None:
+    if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype) or isinstance(values, pd.Categorical):
+        cat = pd.Categorical(values)
+        codes = np.asarray(cat.codes, dtype=np.int64)
+        cats = [str(c) for c in cat.categories]
+        if (codes < 0).any():
+            codes = np.where(codes < 0, len(cats), codes)
+            cats.append("N/A")
+        rb.cat(codes, [jstr(c) if encode else c for c in cats] or ['""'])
+    else:
+        rb.strings(values, encode=jstr if encode else str)
+
+
+@dataclass
+class Slices:
+    """X events of one kind: integer columns kept for validation, text built lazily."""
+
+    name: Any  # str (same for all), or a column of names
+    pid: np.ndarray
+    tid: np.ndarray
+    start_ns: np.ndarray
+    dur_ns: np.ndarray
+    args: Sequence[Arg] = ()
+    cat: str | None = None
+    label: str = ""  # what these are, for validation messages
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+    def rows(self) -> RowBuilder:
+        n = len(self)
+        rb = RowBuilder(n).lit('{"name":')
+        _add_value(rb, "str", self.name, n)
+        rb.lit(',"pid":').int(self.pid).lit(',"tid":').int(self.tid)
+        rb.lit(',"ts":"').us3(self.start_ns).lit('","dur":').us3(self.dur_ns).lit(',"ph":"X"')
+        if self.cat is not None:
+            rb.lit(',"cat":' + jstr(self.cat))
+        rb.lit(',"args":{')
+        for i, a in enumerate(self.args):
+            rb.lit(("," if i else "") + jstr(a.key) + ":")
+            _add_value(rb, a.kind, a.values, n)
+        return rb.lit("}},\n")
+
+
+@dataclass
+class Flows:
+    """Paired HostToDevice-style flow events: one ``s`` and one ``f`` per id."""
+
+    cat: str
+    name_prefix: str
+    ids: np.ndarray  # int64 flow ids (printed as decimal strings)
+    s_pid: np.ndarray
+    s_tid: np.ndarray
+    s_ns: np.ndarray
+    f_pid: np.ndarray
+    f_tid: np.ndarray
+    f_ns: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows(self, phase: str) -> RowBuilder:
+        pid, tid, ns = ((self.s_pid, self.s_tid, self.s_ns) if phase == "s"
+                        else (self.f_pid, self.f_tid, self.f_ns))
+        rb = RowBuilder(len(self)).lit('{"name":' + jstr(self.name_prefix)[:-1]).int(self.ids).lit('"')
+        rb.lit(',"pid":').int(pid).lit(',"tid":').int(tid)
+        rb.lit(f',"ph":"{phase}","cat":{jstr(self.cat)},"id":"').int(self.ids).lit('","ts":"').us3(ns)
+        return rb.lit('","bp":"e"},\n' if phase == "f" else '"},\n')
+
+
+@dataclass
+class Meta:
+    """M events (few: process/thread names and sort indices)."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def process(self, pid: int, name: str, label: str, sort_index: int) -> None:
+        self.events += [
+            {"name": "process_name", "pid": pid, "tid": 0, "ph": "M", "args": {"name": name}},
+            {"name": "process_labels", "pid": pid, "tid": 0, "ph": "M", "args": {"labels": label}},
+            {"name": "process_sort_index", "pid": pid, "tid": 0, "ph": "M", "args": {"sort_index": sort_index}},
+        ]
+
+    def thread(self, pid: int, tid: int, name: str, sort_index: int) -> None:
+        self.events += [
+            {"name": "thread_name", "pid": pid, "tid": tid, "ph": "M", "args": {"name": name}},
+            {"name": "thread_sort_index", "pid": pid, "tid": tid, "ph": "M", "args": {"sort_index": sort_index}},
+        ]
+
+    def to_bytes(self) -> bytes:
+        return b"".join(orjson.dumps(e) + b",\n" for e in self.events)

@@ -1,0 +1,72 @@
+"""Timeline validation: the vectorised nesting check against a naive stack walk."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from msprof_py.export.intervals import difference, gaps, union
+from msprof_py.export.validate import flow_problems, id_problems, nesting_problems
+
+
+def naive_nests(slices: list[tuple[int, int, int]]) -> bool:
+    """Per thread, sorted by (start, -end): each slice must fit inside the innermost open one."""
+    by_thread: dict[int, list[tuple[int, int]]] = {}
+    for t, s, d in slices:
+        by_thread.setdefault(t, []).append((s, s + d))
+    for items in by_thread.values():
+        stack: list[int] = []
+        for s, e in sorted(items, key=lambda x: (x[0], -x[1])):
+            while stack and stack[-1] <= s and not (stack[-1] == s and e == s):
+                stack.pop()
+            if stack and e > stack[-1]:
+                return False
+            stack.append(e)
+    return True
+
+
+slices = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 40), st.integers(0, 15)), max_size=40)
+
+
+@given(slices)
+@settings(max_examples=400, deadline=None)
+def test_nesting_check_agrees_with_stack_walk(items) -> None:
+    t = np.array([x[0] for x in items], dtype=np.int64)
+    s = np.array([x[1] for x in items], dtype=np.int64)
+    d = np.array([x[2] for x in items], dtype=np.int64)
+    got = nesting_problems(np.zeros(len(items), np.int64), t, s, d) == []
+    assert got == naive_nests(items)
+
+
+def test_partial_overlap_names_thread_and_ts() -> None:
+    msgs = nesting_problems(np.array([7, 7]), np.array([3, 3]), np.array([1_000, 5_000]), np.array([10_000, 10_000]),
+                            names=["a", "b"])
+    assert msgs and "pid 7 tid 3" in msgs[0] and "partly overlaps" in msgs[0]
+
+
+def test_flows_need_both_ends_and_small_ids() -> None:
+    assert flow_problems(np.array([1, 2]), np.array([1, 2])) == []
+    assert flow_problems(np.array([1, 2]), np.array([1])) == ["flow id 2 has a start but no end"]
+    assert "2 start events" in flow_problems(np.array([1, 1]), np.array([1]))[0]
+    assert id_problems("flow id", np.array([2**53 + 1], dtype=np.int64))
+
+
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 10)), max_size=30),
+       st.lists(st.tuples(st.integers(0, 60), st.integers(0, 10)), max_size=30))
+@settings(max_examples=200, deadline=None)
+def test_interval_sets_match_point_sets(a, b) -> None:
+    def pts(iv):
+        return {x for s, d in iv for x in range(s, s + d)}
+
+    ua = union(np.array([s for s, _ in a], np.int64), np.array([s + d for s, d in a], np.int64))
+    ub = union(np.array([s for s, _ in b], np.int64), np.array([s + d for s, d in b], np.int64))
+
+    def as_pts(iv):
+        return {x for s, e in zip(*iv) for x in range(s, e)}
+
+    assert as_pts(ua) == pts(a)
+    assert as_pts(difference(ua, ub)) == pts(a) - pts(b)
+    g = gaps(ua)
+    if len(ua[0]):
+        span = set(range(int(ua[0][0]), int(ua[1][-1])))
+        assert as_pts(g) == span - pts(a)
