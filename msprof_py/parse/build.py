@@ -79,9 +79,10 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
         if not isinstance(tasks[c].dtype, pd.CategoricalDtype):
             tasks[c] = tasks[c].astype(str).astype("category")
     tasks = tasks[schema.TASK_COLUMNS].reset_index(drop=True)
-    return {"api": api[schema.API_COLUMNS].reset_index(drop=True), "tasks": tasks, "steps": steps,
-            "all_reduce": all_reduce, "communication": communication, "comm_tasks": comm_tasks,
-            "fusion_ops": fusion, "memcpy": memcpy, "devices": devices}
+    out = {"api": api[schema.API_COLUMNS].reset_index(drop=True), "tasks": tasks, "steps": steps,
+           "all_reduce": all_reduce, "communication": communication, "comm_tasks": comm_tasks,
+           "fusion_ops": fusion, "memcpy": memcpy, "devices": devices}
+    return {name: cats.normalize(df) for name, df in out.items()}
 
 
 def concat_frames(parts: list[pd.DataFrame]) -> pd.DataFrame:

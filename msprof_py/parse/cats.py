@@ -84,3 +84,20 @@ def concat(parts: list[pd.Categorical]) -> pd.Categorical:
 def frame(columns: dict) -> pd.DataFrame:
     """A DataFrame over the given column arrays without copying or consolidating them."""
     return pd.DataFrame(columns, copy=False)
+
+
+def normalize(df: pd.DataFrame) -> pd.DataFrame:
+    """Every categorical column: unused categories dropped, the rest sorted (a canonical form,
+    so the same data always gives the same codes whatever path built the column)."""
+    for c in df.columns:
+        if isinstance(df[c].dtype, pd.CategoricalDtype):
+            cat = df[c].array
+            codes = np.asarray(cat.codes)
+            labels = np.asarray(cat.categories, dtype=object)
+            used = np.unique(codes[codes >= 0])
+            order = np.argsort(labels[used].astype(str), kind="stable")
+            remap = np.full(len(labels), -1, np.int32)
+            remap[used[order]] = np.arange(len(used), dtype=np.int32)
+            new = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1).astype(np.int32)
+            df[c] = pd.Categorical.from_codes(new, categories=pd.Index(labels[used[order]].astype(str), dtype=object))
+    return df
