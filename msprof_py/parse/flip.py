@@ -37,11 +37,12 @@ def compute_batch_id(task_stream: np.ndarray, task_id: np.ndarray, task_time: np
         return batch
     sel = np.flatnonzero(np.isin(tc, np.unique(fc[movable])))
     batch[sel] = _calibrate(tc[sel], task_id[sel], task_time[sel], batch[sel], first_of_key[sel], fk, flip_task_id,
-                            flip_num, forder)
+                            flip_num, forder, ft)
     return batch
 
 
-def _calibrate(tc, task_id, task_time, batch, first_of_key, fk, flip_task_id, flip_num, forder) -> np.ndarray:
+def _calibrate(tc, task_id, task_time, batch, first_of_key, fk, flip_task_id, flip_num, forder,
+               flip_time_sorted) -> np.ndarray:
     n = len(tc)
     torder = np.lexsort((task_time, tc))
     sk, sb, sid = tc[torder], batch[torder], task_id[torder].astype(np.int64)
@@ -52,7 +53,13 @@ def _calibrate(tc, task_id, task_time, batch, first_of_key, fk, flip_task_id, fl
     fnum = np.full(n, -1, np.int64)
     ftask[has_next] = flip_task_id[forder][nxt[has_next]]
     fnum[has_next] = flip_num[forder][nxt[has_next]]
-    cond = has_next & (sid < ftask) & (fnum != FLIP_STREAM_DESTROY)
+    # msprof only reaches a flip when a later task of the stream exists (its loop walks tasks)
+    last_time = np.full(int(tc.max()) + 1 if n else 0, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(last_time, tc, task_time.astype(np.int64))
+    ftime = np.full(n, np.iinfo(np.int64).max, np.int64)
+    ftime[has_next] = flip_time_sorted[nxt[has_next]]
+    reached = has_next & (ftime <= last_time[sk])
+    cond = reached & (sid < ftask) & (fnum != FLIP_STREAM_DESTROY)
     # segment = (key, batch); the run must reach the segment's end
     seg = np.ones(n, bool)
     seg[1:] = (sk[1:] != sk[:-1]) | (sb[1:] != sb[:-1])

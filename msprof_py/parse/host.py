@@ -162,11 +162,15 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
         "thread_id": tt["thread_id"].astype(np.int64),
     })
     has_node = node_api >= 0
+    found: dict[int, np.ndarray] = {}
     for col, default in (("op_name", "\0"), ("op_type", "N/A"), ("task_type", "\0"), ("op_state", "N/A"),
                          ("block_num", 0), ("mix_block_num", 0), ("hf32_eligible", "N/A"),
                          *((f, "N/A") for f in tensor_info.FIELDS)):
         src = node_info[col]
-        idx = np.where(has_node, src.index_of(np.maximum(node_api, 0)), -1) if n else np.zeros(0, np.int64)
+        key = id(src.api_index)  # columns of one record kind share their API index: search once
+        if key not in found:
+            found[key] = np.where(has_node, src.index_of(np.maximum(node_api, 0)), -1) if n else np.zeros(0, np.int64)
+        idx = found[key]
         if isinstance(src.values, pd.Categorical):
             tasks[col] = cats.take(src.values, idx, default)
         else:
@@ -235,8 +239,9 @@ def _node_info(parts, dicts, ticks, tree: CallTree, threads) -> dict[str, _Looku
         keys = api_idx[idx][order]
         last = np.r_[keys[1:] != keys[:-1], True] if len(keys) else np.zeros(0, bool)
         rows = idx[order][last]
+        api_index = keys[last]
         for name, col in cols.items():
-            out[name] = _Lookup(keys[last], col[rows] if isinstance(col, pd.Categorical) else np.asarray(col)[rows])
+            out[name] = _Lookup(api_index, col[rows] if isinstance(col, pd.Categorical) else np.asarray(col)[rows])
 
     table(nb_api, {k: nb[k] for k in ("op_name", "op_type", "task_type", "op_state", "block_num", "mix_block_num",
                                       "hf32_eligible")})
