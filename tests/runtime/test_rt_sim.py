@@ -197,3 +197,18 @@ def test_reserved_bytes_are_zero(resnet2) -> None:
     assert not raw[:, 52:].any()
     nb = h.host(node_basic_info.FILE_TAG)
     assert not np.frombuffer(nb.tobytes(), np.uint8).reshape(-1, 64)[:, 53:].any()
+
+
+def test_cross_stream_dependencies_use_event_tasks(resnet2) -> None:
+    """GE's EVENT_RECORD after the producer and EVENT_WAIT before the consumer on the other stream."""
+    _, res = resnet2
+    t = res.truth
+    for (d, k), g in t.groupby(["device_id", "index_id"]):
+        g = g.assign(end=g.start_sim_ns + g.dur_ns)
+        rec = g[g.host_task_type == "EVENT_RECORD"].sort_values("start_sim_ns")
+        wait = g[g.host_task_type == "EVENT_WAIT"].sort_values("start_sim_ns")
+        assert len(rec) == len(wait) == 2  # main -> comm before the all-reduce, comm -> main after it
+        assert (wait.end.to_numpy() >= rec.end.to_numpy()).all()
+        assert set(rec.sqe_type.astype(str)) == {"EVENT_RECORD_SQE"}
+        hccl_start = g[g.task_type == "HCCL"].start_sim_ns.min()
+        assert wait.end.iloc[0] <= hccl_start and rec.stream_id.iloc[0] != wait.stream_id.iloc[0]
