@@ -212,3 +212,21 @@ def test_cross_stream_dependencies_use_event_tasks(resnet2) -> None:
         assert set(rec.sqe_type.astype(str)) == {"EVENT_RECORD_SQE"}
         hccl_start = g[g.task_type == "HCCL"].start_sim_ns.min()
         assert wait.end.iloc[0] <= hccl_start and rec.stream_id.iloc[0] != wait.stream_id.iloc[0]
+
+
+def test_device_starts_after_the_host_submits(resnet2) -> None:
+    """A fresh task (memcpy) starts on the device only after its task_track was reported."""
+    h, res = resnet2
+    clock = res.clock
+    tt = h.host(task_track.FILE_TAG)
+    host_ns = (tt["timestamp"].astype(np.int64) - clock.host_cntvct_start) * 1000 // int(clock.host_freq_mhz)
+    tracks = pd.DataFrame({"device_id": tt["device_id"].astype(int), "stream_id": tt["stream_id"].astype(int),
+                           "task_id": tt["task_id"].astype(int), "batch_id": tt["batch_id"].astype(int),
+                           "host_ns": host_ns})
+    mem = res.truth[res.truth.task_type == "MEMCPY_ASYNC"]
+    m = mem.merge(tracks, on=["device_id", "stream_id", "task_id", "batch_id"])
+    assert len(m) == len(mem) > 0
+    assert (m.start_sim_ns >= m.host_ns).all()
+    # host iterations are not carbon copies: the per-iteration host speed varies
+    gaps = m.groupby(["device_id", "index_id"]).host_ns.min().groupby("device_id").diff().dropna()
+    assert gaps.nunique() == len(gaps)
