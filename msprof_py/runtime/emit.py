@@ -79,7 +79,7 @@ class Emitter:
         codes = self.cats.codes(prog)
         ctx = np.array(prog.tasks.context_id, np.int64)
         stream = np.array(prog.tasks.stream, np.int64)
-        sqe = np.array([stars_soc.SQE_TYPE_IDS[i.sqe_type] for i in prog.tasks.info], np.uint16)
+        sqe, ffts = _device_types(prog)
         task_ts = _task_track_offsets(prog)
         flip_by_k: dict[int, list] = {}
         for f in flips:
@@ -95,7 +95,7 @@ class Emitter:
             if steps is not None:
                 self.step_parts.append(steps)
             if self.on:
-                self._stars(d, st, en, stream, tid[k0:k1], sqe)
+                self._stars(d, st, en, stream, tid[k0:k1], sqe, ffts, ctx)
                 self._ts_track(d, steps, kf, start)
                 self._host_iterations(d, prog, k0, k1, idx, h0, tid, bat, kf, task_ts)
                 self.log.flush(self.hooks, self.clock)
@@ -165,7 +165,9 @@ class Emitter:
         training = bool(prog.training and len(fp) and len(bp))
         return {
             "device_id": np.full(nk, d, np.int64), "model_id": np.full(nk, prog.model_id, np.int64),
-            "index_id": idx, "start_sim_ns": st[:, mi].min(axis=1), "end_sim_ns": en[:, mi].max(axis=1),
+            # the iteration ends with its last task (output copies included), so every task of an
+            # execution falls inside its step window (msprof assigns device tasks by window)
+            "index_id": idx, "start_sim_ns": st[:, mi].min(axis=1), "end_sim_ns": en.max(axis=1),
             "fp_sim_ns": st[:, fp[0]] if training else np.full(nk, -1, np.int64),
             "bp_sim_ns": en[:, bp[-1]] if training else np.full(nk, -1, np.int64),
             # for the ts_track records only
@@ -173,19 +175,22 @@ class Emitter:
             "_ar": (st[:, ar[0]], en[:, ar[-1]]) if len(ar) else None, "_stream": prog.main_stream,
         }
 
-    def _stars(self, d, st, en, stream, tid, sqe_t) -> None:
-        """STARS ACSQ start/end logs of a chunk of iterations, in time order."""
+    def _stars(self, d, st, en, stream, tid, sqe_t, ffts_t, ctx_t) -> None:
+        """STARS logs of a chunk of iterations in time order: an ACSQ start/end pair per task, an
+        FFTS+ sub-task start/end pair (context id, sub-task type) for MIX kernels."""
         nk, T = st.shape
         n = nk * T
         cnt0 = self.stars_cnt.get(d, 0)
         self.stars_cnt[d] = cnt0 + 2 * n
-        sqe = np.tile(sqe_t, nk)
         ts = np.concatenate([self.clock.syscnt(st.ravel()), self.clock.syscnt(en.ravel())])
         is_end = np.repeat(np.array([0, 1], np.uint16), n)
         order = np.lexsort((1 - is_end, ts))  # by time; at equal ticks an end before a start
         recs = np.zeros(2 * n, stars_soc.DTYPE)
         seq = (cnt0 + np.arange(2 * n)) % 16
-        recs["word0"] = stars_soc.pack_word0(is_end[order], seq, np.concatenate([sqe, sqe])[order])
+        sqe2 = np.tile(np.concatenate([sqe_t, sqe_t]).reshape(2, T), (1, nk)).ravel()[order]
+        ffts2 = np.tile(np.concatenate([ffts_t, ffts_t]).reshape(2, T), (1, nk)).ravel()[order]
+        func = np.where(ffts2, is_end[order] + stars_soc.FUNC_FFTS_START, is_end[order])
+        recs["word0"] = stars_soc.pack_word0(func, seq, np.where(ffts2, 0, sqe2))
         recs["resv0"] = stars_soc.MAGIC
         s2 = np.tile(stream, nk)
         recs["stream_id"] = np.concatenate([s2, s2])[order]
@@ -193,6 +198,11 @@ class Emitter:
         recs["task_id"] = np.concatenate([t2, t2])[order]
         recs["timestamp"] = ts[order]
         recs["acc_id"] = (recs["stream_id"] & 0x3F) << 6  # acsq id = the stream's hardware queue
+        if ffts_t.any():
+            sub = recs.view(stars_soc.FFTS_DTYPE)
+            ctx2 = np.tile(np.concatenate([ctx_t, ctx_t]).reshape(2, T), (1, nk)).ravel()[order]
+            sub["sub_task_type"] = np.where(ffts2, sqe2, sub["sub_task_type"])
+            sub["sub_task_id"] = np.where(ffts2, ctx2 & 0xFFFF, sub["sub_task_id"])
         self.hooks.report_device(d, stars_soc.FILE_TAG, recs)
 
     def _ts_track(self, d, steps, flips, start) -> None:
@@ -280,6 +290,17 @@ class _Categories:
                 out[j, f_i] = table.setdefault(getattr(info, f), len(table))
         self._cache[key] = out
         return out
+
+
+_FFTS_SUB_IDS = {v: k for k, v in stars_soc.FFTS_SUBTASK_TYPES.items()}
+
+
+def _device_types(prog: Program) -> tuple[np.ndarray, np.ndarray]:
+    """Per template task: the SQE type (ACSQ) or FFTS+ sub-task type code, and whether it is FFTS+."""
+    ffts = np.array([i.sqe_type not in stars_soc.SQE_TYPE_IDS for i in prog.tasks.info], bool)
+    codes = np.array([_FFTS_SUB_IDS[i.sqe_type] if f else stars_soc.SQE_TYPE_IDS[i.sqe_type]
+                      for i, f in zip(prog.tasks.info, ffts)], np.uint16)
+    return codes, ffts
 
 
 def _task_track_offsets(prog: Program) -> np.ndarray:

@@ -33,7 +33,7 @@ from msprof_py.runtime.device import DeviceSpec
 from msprof_py.runtime.graph import Op, Tensor
 from msprof_py.runtime.program import PATCH_INDEX, PATCH_TASK, HostRows, Program, TaskInfo, Template
 from msprof_py.runtime.rts import (COMM_STREAM_OFFSET, FIRST_MODEL_STREAM, KERNEL_TYPES, MAX_MODEL_STREAM_TASKS,
-                                   USER_STREAM)
+                                   MIX_CONTEXT_ID, USER_STREAM)
 from msprof_py.runtime.workloads import Workload
 
 H2D, D2H = 1, 2
@@ -92,7 +92,7 @@ class _Host:
                 self.thread, ti, name_h, [n.h(f) for f in op.fused_from], in_mem, out_mem, 0, out_mem // 4))
         if cost.task_type in ("MIX_AIV", "MIX_AIC"):
             n.node(NODE_CONTEXT_ID_INFO)
-            self.add(context_id_info.FILE_TAG, aging, records.context_ids(self.thread, ti, name_h, [0]))
+            self.add(context_id_info.FILE_TAG, aging, records.context_ids(self.thread, ti, name_h, [MIX_CONTEXT_ID]))
         rt0 = t + apis.RT_LAUNCH_AT_NS
         self.rt_api(rt_api, rt0, rt0 + int(apis.US * 6))
         host_type = KERNEL_TYPES[cost.task_type][0]
@@ -225,7 +225,7 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
                 deps.append(hccl_last)
                 first_update_done = True
             i = tmpl.add(stream=s, fresh=False, dur_ns=cost.duration_ns, submit_ns=submit, info=op_task_info(op, cost),
-                         task_id=tid, model_task=True, phase=op.phase, deps=deps)
+                         task_id=tid, model_task=True, phase=op.phase, deps=deps, context_id=_context(cost))
             for x in op.outputs:
                 producer_task[x.name] = i
         else:
@@ -296,9 +296,13 @@ def _fresh_op(tmpl: Template, host: _Host, op: Op, cost: OpCost, c: int, stream:
               dynamic: bool = True) -> int:
     submit = c + apis.RT_LAUNCH_AT_NS + apis.TASK_TRACK_AT_NS
     ref = tmpl.add(stream=stream, fresh=True, dur_ns=cost.duration_ns, submit_ns=submit, info=op_task_info(op, cost),
-                   phase=op.phase, deps=deps)
+                   phase=op.phase, deps=deps, context_id=_context(cost))
     return host.node_launch(c, op, cost, aging=True, dynamic=dynamic, rt_api=_rt_api_for(cost), stream=stream,
                             task_id=0, batch=0, ref=ref) + apis.OP_GAP_NS
+
+
+def _context(cost: OpCost) -> int:
+    return MIX_CONTEXT_ID if cost.task_type in ("MIX_AIV", "MIX_AIC") else INVALID_U32
 
 
 def _memcpy_info() -> TaskInfo:

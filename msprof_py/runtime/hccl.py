@@ -75,7 +75,8 @@ class AllReduce:
         def add(kind: str, dur: int, stage: int, remote: int, size: int) -> None:
             host_type, sqe = KINDS[kind][1], KINDS[kind][2]
             subs.append(SubTask(len(subs), kind, dur, kind == "Notify_Wait", stage, remote, size,
-                                TaskInfo(name, "HcomAllReduce", "HCCL", host_type, sqe)))
+                                # no TaskInfo for communication tasks: msprof names them by the runtime type
+                                TaskInfo(host_type, "HcomAllReduce", "HCCL", host_type, sqe)))
 
         add("Notify_Record", NOTIFY_RECORD_NS, 0, nxt, 0)
         add("Notify_Wait", NOTIFY_WAIT_BASE_NS, 0, prv, 0)
@@ -127,5 +128,5 @@ class AllReduce:
             rt_api, host_type, _ = KINDS[sub.kind]
             rt0 = ts + 200
             host.rt_api(rt_api, rt0, rt0 + 3 * apis.US)
-            host.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, tid, 0, host_type, self.op_name, 0)
+            host.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, tid, 0, host_type, host_type, 0)
         return end

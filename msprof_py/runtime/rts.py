@@ -36,10 +36,13 @@ MEMCPY_INFO_TYPE = 201
 KERNEL_TYPES: dict[str, tuple[str, str]] = {
     "AI_CORE": ("KERNEL_AICORE", "AI_CORE"),
     "AI_VECTOR_CORE": ("KERNEL_AIVEC", "AIV_SQE"),
-    "MIX_AIC": ("KERNEL_MIX_AIC", "AI_CORE"),
-    "MIX_AIV": ("KERNEL_MIX_AIV", "AIV_SQE"),
+    # MIX kernels run as FFTS+ tasks: the device logs an FFTS+ sub-task (context 0) of this type
+    "MIX_AIC": ("KERNEL_MIX_AIC", "MIX_AIC"),
+    "MIX_AIV": ("KERNEL_MIX_AIV", "MIX_AIV"),
     "AI_CPU": ("KERNEL_AICPU", "AI_CPU"),
 }
+
+MIX_CONTEXT_ID = 0  # the one FFTS+ context of a MIX kernel (context_id_info and the device log)
 
 # physical stream ids: the user's stream, model streams, the communication stream
 USER_STREAM = 2
