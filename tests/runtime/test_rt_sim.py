@@ -70,7 +70,7 @@ def test_static_replays_keep_task_ids(resnet2) -> None:
         pd.testing.assert_frame_equal(per_iter[0], other)
     fresh = t[(t.device_id == 0) & (t.stream_id == 2)]
     assert fresh.task_id.is_unique  # copies and the dynamic-shape op: fresh ids every execution
-    assert {"MEMCPY_ASYNC", "metrics/accuracy/Where"} == set(fresh.op_name.astype(str))
+    assert {"MEMCPY_ASYNC", "metrics/accuracy/NonZero"} == set(fresh.op_name.astype(str))
 
 
 def test_step_tags_bracket_every_iteration(resnet2) -> None:
