@@ -200,7 +200,11 @@ def check_stream(decoded: Decoded) -> None:
     and offset."""
     index = 0
     for chunk in decoded.chunks:
-        if len(chunk) and ((chunk["magic"] != MAGIC).any() or not _KNOWN_LEVEL[chunk["level"]].all()):
+        if not len(chunk):
+            continue
+        # magic | level << 16 as one strided u32 read per record
+        head = np.ndarray((len(chunk),), dtype="<u4", buffer=chunk.view(np.uint8), strides=(decoded.itemsize,))
+        if ((head & 0xFFFF) != MAGIC).any() or not _KNOWN_LEVEL[head >> 16].all():
             try:
                 check_host_records(chunk, "<stream>", 0)
             except CorruptRecordError as err:
