@@ -231,3 +231,21 @@ def test_device_starts_after_the_host_submits(resnet2) -> None:
     # host iterations are not carbon copies: the per-iteration host speed varies
     gaps = m.groupby(["device_id", "index_id"]).host_ns.min().groupby("device_id").diff().dropna()
     assert gaps.nunique() == len(gaps)
+
+
+def test_ge_splits_a_model_stream_before_its_task_ids_wrap(monkeypatch) -> None:
+    """A static model never wraps a stream (replays must keep their ids): GE moves on to a new stream."""
+    from msprof_py.runtime import ge
+    from msprof_py.runtime.workloads import get_workload
+
+    monkeypatch.setattr(ge, "MAX_MODEL_STREAM_TASKS", 50)
+    res = run(get_workload("bert", batch=2, seq_len=32, layers=2), iterations=2, seed=0)
+    t = res.truth
+    model = t[t.stream_id != 2]
+    per_stream = model[model.index_id == 1].groupby("stream_id").size()
+    assert len(per_stream) >= 2 and per_stream.max() <= 50
+    assert (model.batch_id == 0).all()
+    # the split streams run one after another: each starts after the previous one ends
+    it = model[model.index_id == 1]
+    spans = it.groupby("stream_id").agg(s=("start_sim_ns", "min"), e=("start_sim_ns", "max")).sort_values("s")
+    assert (spans.s.to_numpy()[1:] > spans.e.to_numpy()[:-1]).all()
