@@ -87,6 +87,8 @@ def test_unknown_workload_and_bad_params() -> None:
         get_workload("resnet51")
     with pytest.raises(WorkloadError, match="bad parameters"):
         get_workload("bert", colour="red")
+    with pytest.raises(WorkloadError, match="batch must be a positive integer"):
+        get_workload("resnet50", batch=0)
     with pytest.raises(WorkloadError):
         run("resnet50", devices=0)
 
