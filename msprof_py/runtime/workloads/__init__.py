@@ -62,7 +62,7 @@ def get_workload(name: str, **params: Any) -> Workload:
     if factory is None:
         raise WorkloadError(f"unknown workload {name!r} (choose from {', '.join(sorted(WORKLOADS))})")
     for key, value in params.items():  # every size parameter (batch, seq_len, layers...) is a count
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
             raise WorkloadError(f"workload {name!r}: {key} must be a positive integer, got {value!r}")
     try:
         return factory(**params)
