@@ -33,19 +33,36 @@ def digit_count(v: np.ndarray) -> np.ndarray:
     return np.searchsorted(_POW10, v, side="right") + 1
 
 
+_TABLES: dict[str, np.ndarray] = {}
+
+
+def _six_digit_tables() -> tuple[np.ndarray, np.ndarray]:
+    """0..999999 as 6 bytes: right-aligned with NUL padding, and zero-padded ("000042")."""
+    if not _TABLES:
+        v = np.arange(1_000_000, dtype=np.int64)
+        zero = np.empty((len(v), 6), dtype=np.uint8)
+        for j in range(6):
+            zero[:, 5 - j] = (v // 10**j) % 10 + 48
+        nul = zero.copy()
+        nd = digit_count(v)
+        nul[np.arange(6)[None, :] < (6 - nd)[:, None]] = 0
+        _TABLES["nul"], _TABLES["zero"] = nul, zero
+    return _TABLES["nul"], _TABLES["zero"]
+
+
 def uint_block(v: np.ndarray, width: int) -> np.ndarray:
-    """Right-aligned decimal digits of non-negative ints, leading zeros replaced by NUL."""
+    """Right-aligned decimal digits of non-negative ints, leading zeros replaced by NUL.
+
+    Six digits per table lookup (a 6 MB table built once), so an epoch-µs value costs three
+    gathers and two divisions instead of one division per digit."""
     v = np.asarray(v, dtype=np.int64)
-    groups = (width + 2) // 3
-    out = np.empty((len(v), groups * 3), dtype=np.uint8)
-    x = v.copy()
-    for g in range(groups - 1, -1, -1):
-        out[:, 3 * g:3 * g + 3] = _D3[x % 1000]
-        x //= 1000
-    out = out[:, groups * 3 - width:]
-    lead = width - digit_count(v)
-    out[np.arange(width)[None, :] < lead[:, None]] = 0
-    return out
+    nul, zero = _six_digit_tables()
+    if width <= 6:
+        return nul[v][:, 6 - width:]
+    hi, lo = np.divmod(v, 1_000_000)
+    head = np.where((hi > 0)[:, None], uint_block(hi, width - 6), 0).astype(np.uint8)
+    tail = np.where((hi > 0)[:, None], zero[lo], nul[lo])
+    return np.hstack([head, tail])
 
 
 def int_block(v: np.ndarray) -> np.ndarray:

@@ -416,7 +416,7 @@ def dynamic_launches(session: Any, device_id: int) -> pd.DataFrame:
     dyn = t[text(t["op_state"]).astype(str).to_numpy() == "dynamic"]
     if len(dyn) == 0:
         return api.iloc[:0]
-    conn = np.unique(i64(dyn["connection_id"]))
+    conn = pd.unique(i64(dyn["connection_id"]))
     node = api[(text(api["level"]).astype(str).to_numpy() == "node") & np.isin(i64(api["connection_id"]), conn)]
     if len(node) == 0:
         return node

@@ -59,11 +59,17 @@ class Timeline:
         live = [s for s in self.slices if len(s)]
         out: list[str] = []
         if live:
-            names = np.concatenate([_label_names(s) for s in live])
+            bounds = np.cumsum([0] + [len(s) for s in live])
+
+            def name_of(i: int) -> str:
+                k = int(np.searchsorted(bounds, i, side="right") - 1)
+                return str(_label_names(live[k])[i - bounds[k]])
+
             out += nesting_problems(np.concatenate([s.pid for s in live]), np.concatenate([s.tid for s in live]),
                                     np.concatenate([s.start_ns for s in live]),
-                                    np.concatenate([s.dur_ns for s in live]), names=names)
+                                    np.concatenate([s.dur_ns for s in live]), name_of=name_of)
         for f in self.flows:
+            # s and f come from one table of pairs, so only duplicates and the id range can be wrong
             out += flow_problems(f.ids, f.ids) + id_problems("flow id", f.ids)
         return out
 
@@ -112,9 +118,10 @@ def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | N
     level = api["level"].astype(object).astype(str).to_numpy()
     prefix = pd.Series(level).map(LEVEL_NAMES).fillna("Api").to_numpy(dtype=object)
     names = pd.Series(prefix).str.cat(api["name"].astype(object).astype(str).to_numpy(), sep="@")
-    for p in np.unique(fpid):
+    for p in sorted(pd.unique(fpid).tolist()):
         tl.meta.process(int(p), "CANN", "CPU", SORT_CANN)
-    for p, t in np.unique(np.stack([fpid, tid], axis=1), axis=0):
+    threads = pd.DataFrame({"p": fpid, "t": tid}).drop_duplicates().sort_values(["p", "t"])
+    for p, t in zip(threads["p"].tolist(), threads["t"].tolist()):
         tl.meta.thread(int(p), int(t), f"Thread {t}", int(t))
     tl.slices.append(Slices(
         name=pd.Categorical(names), pid=fpid, tid=tid, start_ns=_i64(api["start_ns"]),
@@ -133,7 +140,7 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
     hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
     stream = _i64(t["stream_id"])
     _hw_process_meta(tl.meta, hw_pid, device_id)
-    for s in np.unique(stream):
+    for s in sorted(pd.unique(stream).tolist()):
         tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
     tl.slices.append(Slices(
         name=pd.Categorical(display_names(t)), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
@@ -154,7 +161,7 @@ def step_trace_slices(session: Any, device_id: int, meta: Meta) -> list[Slices]:
     _hw_process_meta(meta, hw_pid, device_id)
     model = _i64(st["model_id"])
     tid = model + STEP_TRACE_TID_OFFSET
-    for m in np.unique(model):
+    for m in sorted(pd.unique(model).tolist()):
         meta.thread(hw_pid, int(m) + STEP_TRACE_TID_OFFSET, f"Step Trace(Model ID:{m})",
                     int(m) + STEP_TRACE_TID_OFFSET)
     start, end = _i64(st["step_start_ns"]), _i64(st["step_end_ns"])

@@ -29,7 +29,7 @@ slices = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 40), st.integers(0
 
 
 @given(slices)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=600, deadline=None)
 def test_nesting_check_agrees_with_stack_walk(items) -> None:
     t = np.array([x[0] for x in items], dtype=np.int64)
     s = np.array([x[1] for x in items], dtype=np.int64)
@@ -40,7 +40,7 @@ def test_nesting_check_agrees_with_stack_walk(items) -> None:
 
 def test_partial_overlap_names_thread_and_ts() -> None:
     msgs = nesting_problems(np.array([7, 7]), np.array([3, 3]), np.array([1_000, 5_000]), np.array([10_000, 10_000]),
-                            names=["a", "b"])
+                            name_of=["a", "b"].__getitem__)
     assert msgs and "pid 7 tid 3" in msgs[0] and "partly overlaps" in msgs[0]
 
 

@@ -1,0 +1,73 @@
+"""Benchmark: export timeline + all summaries for a 1,000,000-task collection.
+
+The session tables are built synthetically (tests/export/synth.py: the parser's table schema,
+single-op style so every task has its own Node launch, Runtime call and HostToDevice flow), so
+the numbers measure the exporters only, not parsing.  Target (issue 4, acceptance 5): <= 10 s
+wall and <= 2 GB peak RSS on the 2-core machine.
+
+    PYTHONPATH=. python benchmarks/bench_export.py [--tasks 1000000] [--db]
+
+Prints one Markdown row for benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.export.synth import make_session  # noqa: E402
+
+import msprof_py.export  # noqa: E402,F401
+from msprof_py.export.base import REGISTRY, ExportContext, Naming  # noqa: E402
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tasks", type=int, default=1_000_000)
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--db", action="store_true", help="also time the unified DB")
+    a = ap.parse_args()
+    t0 = time.perf_counter()
+    session = make_session(ops=a.tasks // a.iterations, iterations=a.iterations, devices=1, comm=True)
+    t_build, rss_build = time.perf_counter() - t0, rss_mb()
+    kinds = {"timeline", "summary"} | ({"db"} if a.db else set())
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        ctx = ExportContext()
+        times: dict[str, float] = {}
+        t1 = time.perf_counter()
+        for key, ex in REGISTRY.items():
+            if ex.kind not in kinds:
+                continue
+            ts = time.perf_counter()
+            ex.write(session, out, Naming(0 if ex.per_device else None, timestamp="20251121124000"), ctx)
+            times[key] = time.perf_counter() - ts
+        wall = time.perf_counter() - t1
+        size = sum(p.stat().st_size for p in out.iterdir())
+        files = len(list(out.iterdir()))
+    peak = rss_mb()
+    n_api, n_tasks = len(session.api), len(session.tasks)
+    for k, v in sorted(times.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {k:32s} {v:6.2f} s", file=sys.stderr)
+    if ctx.warnings:
+        print("warnings:", *ctx.warnings, sep="\n  ", file=sys.stderr)
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"| {when} | {platform.node()} ({__import__('os').cpu_count()} cores, Python {platform.python_version()}) "
+          f"| {n_tasks:,} tasks, {n_api:,} API rows | {'+'.join(sorted(kinds))} | {files} files, {size / 2**20:,.0f} MB "
+          f"| {wall:.2f} s | {peak:,.0f} MB (session alone {rss_build:,.0f} MB, built in {t_build:.1f} s) |")
+
+
+if __name__ == "__main__":
+    main()
