@@ -54,9 +54,10 @@ class Timeline:
     def slice_count(self) -> int:
         return sum(len(s) for s in self.slices)
 
-    def problems(self) -> list[str]:
-        """Nesting, flow pairing and id-range problems (empty when the file will load cleanly)."""
-        live = [s for s in self.slices if len(s)]
+    def problems(self, skip: set[tuple[Any, ...]] | frozenset[tuple[Any, ...]] = frozenset()) -> list[str]:
+        """Nesting, flow pairing and id-range problems (empty when the file will load cleanly).
+        Slices whose ``cache_key`` is in ``skip`` were checked already."""
+        live = [s for s in self.slices if len(s) and (s.cache_key is None or s.cache_key not in skip)]
         out: list[str] = []
         if live:
             bounds = np.cumsum([0] + [len(s) for s in live])
@@ -73,15 +74,34 @@ class Timeline:
             out += flow_problems(f.ids, f.ids) + id_problems("flow id", f.ids)
         return out
 
-    def chunks(self) -> Iterator[bytes]:
+    def chunks(self, ctx: ExportContext | None = None) -> Iterator[bytes]:
         yield self.meta.to_bytes()
         for s in self.slices:
             if len(s):
-                yield from s.rows().chunks()
+                yield from _slice_chunks(s, ctx)
         for f in self.flows:
             if len(f):
                 yield from f.rows("s").chunks()
                 yield from f.rows("f").chunks()
+
+
+def _slice_chunks(s: Slices, ctx: ExportContext | None) -> Iterator[bytes]:
+    """Render ``s``, or replay its bytes when the same layer was rendered for an earlier file."""
+    if ctx is None or ctx.scratch is None or s.cache_key is None:
+        yield from s.rows().chunks()
+        return
+    done = ctx.rendered.get(s.cache_key)
+    if done is not None:
+        with open(done, "rb") as fp:
+            while block := fp.read(1 << 22):
+                yield block
+        return
+    path = ctx.scratch / f"layer{len(ctx.rendered)}.part"
+    with open(path, "wb") as tee:
+        for c in s.rows().chunks():
+            tee.write(c)
+            yield c
+    ctx.rendered[s.cache_key] = path
 
 
 def _label_names(s: Slices) -> np.ndarray:
@@ -107,6 +127,7 @@ def _device_pid(session: Any, device_id: int) -> int:
 def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | None = None) -> pd.DataFrame:
     """CANN API slices of the host threads that belong to this device (or of ``api`` rows
     chosen by the caller); returns those API rows."""
+    key = ("cann", device_id) if api is None else None
     if api is None:
         api = api_of_device(session, device_id)
     api = api[_i64(api["start_ns"]) > 0] if len(api) else api
@@ -125,7 +146,7 @@ def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | N
         tl.meta.thread(int(p), int(t), f"Thread {t}", int(t))
     tl.slices.append(Slices(
         name=pd.Categorical(names), pid=fpid, tid=tid, start_ns=_i64(api["start_ns"]),
-        dur_ns=_i64(api["end_ns"]) - _i64(api["start_ns"]), label="CANN API",
+        dur_ns=_i64(api["end_ns"]) - _i64(api["start_ns"]), label="CANN API", cache_key=key,
         args=[Arg("Thread Id", "int", tid), Arg("Mode", "str", api["struct_type"]),
               Arg("level", "str", api["level"]), Arg("id", "str", api["name"]),
               Arg("item_id", "str", api["item_id"]), Arg("connection_id", "int", _i64(api["connection_id"]))]))
@@ -144,7 +165,7 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
         tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
     tl.slices.append(Slices(
         name=pd.Categorical(display_names(t)), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
-        start_ns=_i64(t["start_ns"]), dur_ns=_i64(t["dur_ns"]), label="device task",
+        start_ns=_i64(t["start_ns"]), dur_ns=_i64(t["dur_ns"]), label="device task", cache_key=("hw", device_id),
         args=[Arg("Model Id", "int", _i64(t["model_id"])), Arg("Task Type", "str", pd.Categorical(task_types(t))),
               Arg("Physic Stream Id", "int", stream), Arg("Task Id", "int", _i64(t["task_id"])),
               Arg("Batch Id", "int", _i64(t["batch_id"])), Arg("Subtask Id", "int", _i64(t["context_id"])),
@@ -367,11 +388,11 @@ def json_array(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
-    for p in tl.problems():
+    for p in tl.problems(skip=set(ctx.rendered)):
         ctx.warnings.warn(f"{path.name}: {p} (viewers drop or misdraw such events)")
     size = 0
     with atomic_open(path) as fp:
-        for c in json_array(tl.chunks()):
+        for c in json_array(tl.chunks(ctx)):
             fp.write(c)
             size += len(c)
     if size > PERFETTO_LIMIT_BYTES:

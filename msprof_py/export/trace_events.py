@@ -89,6 +89,7 @@ class Slices:
     args: Sequence[Arg] = ()
     cat: str | None = None
     label: str = ""  # what these are, for validation messages
+    cache_key: tuple[Any, ...] | None = None  # same key = same rendered bytes (see ExportContext.rendered)
 
     def __len__(self) -> int:
         return len(self.start_ns)
