@@ -15,7 +15,11 @@ Usage::
 """
 from __future__ import annotations
 
+import os
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -24,6 +28,8 @@ import pandas as pd
 _D3 = np.array([[ord(c) for c in f"{i:03d}"] for i in range(1000)], dtype=np.uint8)
 _POW10 = np.array([10**k for k in range(1, 19)], dtype=np.int64)
 CHUNK_ROWS = 1 << 16
+# threads rendering chunks in parallel (MSPROF_PY_THREADS overrides; 1 = serial)
+WORKERS = int(os.environ.get("MSPROF_PY_THREADS", "0")) or min(4, os.cpu_count() or 1)
 
 Fill = Callable[[int, int], np.ndarray]  # (start, stop) -> (stop-start, width) uint8 block
 
@@ -133,6 +139,8 @@ class RowBuilder:
     def int(self, values: np.ndarray) -> "RowBuilder":
         """Signed integers as decimal text."""
         v = np.asarray(values, dtype=np.int64)
+        if len(v) and v.min() == v.max():  # one value for every row: plain text
+            return self.lit(str(int(v[0])))
         width = int_block(v[:0] if len(v) == 0 else np.array([v.max(), v.min()])).shape[1]
         return self.block(width, lambda a, b: _fit(int_block(v[a:b]), width))
 
@@ -157,23 +165,50 @@ class RowBuilder:
         return self.cat(codes, [encode(str(u)) for u in uniques])
 
     # -- output -----------------------------------------------------------------------------
-    def chunks(self, chunk_rows: int = CHUNK_ROWS) -> Iterator[bytes]:
-        if self.n == 0:
-            return
+    def _buffer(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
         width = sum(w for w, _, _ in self._segs)
-        rows = min(chunk_rows, self.n)
         buf = np.zeros((rows, width), dtype=np.uint8)
         offsets = np.cumsum([0] + [w for w, _, _ in self._segs])
         for (w, lit, _), off in zip(self._segs, offsets):
-            if lit is not None:
+            if lit is not None:  # constant text is written once per buffer, not per chunk
                 buf[:, off:off + w] = np.frombuffer(lit, dtype=np.uint8)
-        for start in range(0, self.n, rows):
-            stop = min(start + rows, self.n)
-            view = buf[:stop - start]
-            for (w, lit, fill), off in zip(self._segs, offsets):
-                if fill is not None:
-                    view[:, off:off + w] = fill(start, stop)
-            yield view.tobytes().replace(b"\0", b"")
+        return buf, offsets
+
+    def _render(self, buf: np.ndarray, offsets: np.ndarray, start: int, stop: int) -> bytes:
+        view = buf[:stop - start]
+        for (w, lit, fill), off in zip(self._segs, offsets):
+            if fill is not None:
+                view[:, off:off + w] = fill(start, stop)
+        return view.tobytes().replace(b"\0", b"")
+
+    def chunks(self, chunk_rows: int = CHUNK_ROWS, workers: int | None = None) -> Iterator[bytes]:
+        """The rows' text in order, ``chunk_rows`` rows per chunk.  With ``workers`` > 1, chunks
+        are rendered on a thread pool (numpy releases the GIL for most of the work)."""
+        if self.n == 0:
+            return
+        rows = min(chunk_rows, self.n)
+        starts = list(range(0, self.n, rows))
+        nworkers = WORKERS if workers is None else workers
+        if nworkers <= 1 or len(starts) < 3:
+            buf, offsets = self._buffer(rows)
+            for start in starts:
+                yield self._render(buf, offsets, start, min(start + rows, self.n))
+            return
+        local = threading.local()
+
+        def job(start: int) -> bytes:
+            if not hasattr(local, "buf"):
+                local.buf, local.offsets = self._buffer(rows)
+            return self._render(local.buf, local.offsets, start, min(start + rows, self.n))
+
+        with ThreadPoolExecutor(max_workers=nworkers) as pool:
+            pending: deque[Future[bytes]] = deque()
+            for start in starts:
+                pending.append(pool.submit(job, start))
+                if len(pending) > 2 * nworkers:  # bounded: a few chunks in flight, not the file
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
 
     def to_bytes(self) -> bytes:
         return b"".join(self.chunks())

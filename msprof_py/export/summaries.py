@@ -24,7 +24,7 @@ from pandas.api.types import union_categoricals
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, api_of_device, of_device, table
 from msprof_py.export.table_writer import Col, write_table
-from msprof_py.export.views import summary_tasks, shown_tasks, task_types
+from msprof_py.export.views import as_cat, cat_isin, cat_where, shown_tasks, summary_tasks, task_types
 
 OP_SUMMARY_HEADER = [
     "Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
@@ -175,12 +175,14 @@ class OpStatistic:
         t = summary_tasks(session, dev)
         if len(t) == 0:
             return []
-        df = pd.DataFrame({"op_type": text(t["op_type"]).astype(str).to_numpy(), "core": task_types(t),
-                           "dur_ns": i64(t["dur_ns"])})
-        df = df[df["op_type"] != "N/A"]
+        op_type = as_cat(t["op_type"])
+        df = pd.DataFrame({"op_type": op_type, "core": task_types(t), "dur_ns": i64(t["dur_ns"])})
+        df = df[~cat_isin(op_type, ["N/A"])]
         if len(df) == 0:
             return []
         st = _stats(df, ["op_type", "core"])
+        st["op_type"] = st["op_type"].astype(str)
+        st["core"] = st["core"].astype(str)
         grand = st["total"].sum()
         st["ratio"] = st["total"] / grand * 100 if grand else 0.0
         st = st.sort_values(["total", "op_type", "core"], ascending=[False, True, True], kind="stable")
@@ -284,11 +286,10 @@ class TaskTime:
         t = shown_tasks(session, dev)
         if len(t) == 0:
             return []
-        kern = text(t["kernel_name"]).astype(str).to_numpy()
-        op = text(t["op_name"]).astype(str).to_numpy()
+        kern, op = as_cat(t["kernel_name"]), as_cat(t["op_name"])
         start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
-        cols = [Col.ints(np.full(len(t), dev)), Col.text(np.where(kern == "N/A", op, kern)),
-                Col.text(pd.Categorical(task_types(t))), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
+        cols = [Col.ints(np.full(len(t), dev)), Col.text(cat_where(cat_isin(kern, ["N/A"]), op, kern)),
+                Col.text(task_types(t)), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
                 Col.us(dur), Col.us(start, stamp=True), Col.us(start + dur, stamp=True)]
         return [write_table(stem(out_dir, naming, self.name), TASK_TIME_HEADER, cols, naming.summary_format)]
 

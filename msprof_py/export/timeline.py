@@ -35,7 +35,7 @@ from msprof_py.export.session_access import api_of_device, device_info, of_devic
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
                                            STEP_TRACE_TID_OFFSET, Arg, Flows, Meta, Slices, format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems
-from msprof_py.export.views import display_names, shown_tasks, task_types
+from msprof_py.export.views import as_cat, cat_isin, display_names, shown_tasks, task_types
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
                "hccl": "Communication", "runtime": "Runtime"}
@@ -136,16 +136,21 @@ def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | N
     host_pid = _i64(api["pid"])
     fpid = (host_pid << 10) | (SORT_CANN << 5) | HOST_DEVICE
     tid = _i64(api["thread_id"])
-    level = api["level"].astype(object).astype(str).to_numpy()
-    prefix = pd.Series(level).map(LEVEL_NAMES).fillna("Api").to_numpy(dtype=object)
-    names = pd.Series(prefix).str.cat(api["name"].astype(object).astype(str).to_numpy(), sep="@")
+    # "{Level}@{name}" per distinct (level, name) pair, not per row
+    lvl, nm = as_cat(api["level"]), as_cat(api["name"])
+    pair, first = pd.factorize(lvl.codes.astype(np.int64) * len(nm.categories) + nm.codes)
+    lvl_c, nm_c = np.divmod(first.to_numpy() if hasattr(first, "to_numpy") else np.asarray(first),
+                            len(nm.categories))
+    texts = [f"{LEVEL_NAMES.get(str(lvl.categories[a]), 'Api')}@{nm.categories[b]}" for a, b in zip(lvl_c, nm_c)]
+    names = pd.Categorical.from_codes(pair, categories=pd.Index(texts, dtype=object)) if len(set(texts)) == len(texts) \
+        else pd.Categorical(np.asarray(texts, dtype=object)[pair])
     for p in sorted(pd.unique(fpid).tolist()):
         tl.meta.process(int(p), "CANN", "CPU", SORT_CANN)
     threads = pd.DataFrame({"p": fpid, "t": tid}).drop_duplicates().sort_values(["p", "t"])
     for p, t in zip(threads["p"].tolist(), threads["t"].tolist()):
         tl.meta.thread(int(p), int(t), f"Thread {t}", int(t))
     tl.slices.append(Slices(
-        name=pd.Categorical(names), pid=fpid, tid=tid, start_ns=_i64(api["start_ns"]),
+        name=names, pid=fpid, tid=tid, start_ns=_i64(api["start_ns"]),
         dur_ns=_i64(api["end_ns"]) - _i64(api["start_ns"]), label="CANN API", cache_key=key,
         args=[Arg("Thread Id", "int", tid), Arg("Mode", "str", api["struct_type"]),
               Arg("level", "str", api["level"]), Arg("id", "str", api["name"]),
@@ -164,9 +169,9 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
     for s in sorted(pd.unique(stream).tolist()):
         tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
     tl.slices.append(Slices(
-        name=pd.Categorical(display_names(t)), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
+        name=display_names(t), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
         start_ns=_i64(t["start_ns"]), dur_ns=_i64(t["dur_ns"]), label="device task", cache_key=("hw", device_id),
-        args=[Arg("Model Id", "int", _i64(t["model_id"])), Arg("Task Type", "str", pd.Categorical(task_types(t))),
+        args=[Arg("Model Id", "int", _i64(t["model_id"])), Arg("Task Type", "str", task_types(t)),
               Arg("Physic Stream Id", "int", stream), Arg("Task Id", "int", _i64(t["task_id"])),
               Arg("Batch Id", "int", _i64(t["batch_id"])), Arg("Subtask Id", "int", _i64(t["context_id"])),
               Arg("connection_id", "int", _i64(t["connection_id"]))]))
@@ -292,8 +297,7 @@ def overlap_layer(session: Any, device_id: int, tasks: pd.DataFrame, comm_ops: p
     """Computing / Communication / Not Overlapped / Free, from the task and HCCL op intervals."""
     if len(comm_ops) == 0:
         return
-    tt = task_types(tasks) if len(tasks) else np.array([], dtype=object)
-    comp = tasks[~np.isin(tt, ["COMMUNICATION", "HCCL_AI_CPU", "AI_CPU"])] if len(tasks) else tasks
+    comp = tasks[~cat_isin(task_types(tasks), ["COMMUNICATION", "HCCL_AI_CPU", "AI_CPU"])] if len(tasks) else tasks
     c_s = _i64(comp["start_ns"]) if len(comp) else np.array([], np.int64)
     c_e = c_s + (_i64(comp["dur_ns"]) if len(comp) else 0)
     computing = intervals.union(c_s, c_e)
