@@ -83,7 +83,7 @@ def _factorize(values: Any) -> tuple[np.ndarray, list[str]]:
     if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
         cat = pd.Categorical(values)
         codes = np.asarray(cat.codes, dtype=np.int64)
-        cats = [str(c) for c in cat.categories]
+        cats = [str(c) for c in cat.categories.tolist()]
         if (codes < 0).any():  # NaN -> N/A
             codes = np.where(codes < 0, len(cats), codes)
             cats.append("N/A")

@@ -72,7 +72,7 @@ class StringIds:
                              .astype(str).to_numpy()) if not isinstance(
             getattr(values, "dtype", None), pd.CategoricalDtype) else pd.Categorical(values)
         codes = np.asarray(cat.codes, dtype=np.int64)
-        table_ids = np.array([self.one(str(c)) for c in cat.categories] + [self.one("N/A")], dtype=np.int64)
+        table_ids = np.array([self.one(str(c)) for c in cat.categories.tolist()] + [self.one("N/A")], dtype=np.int64)
         return table_ids[np.where(codes < 0, len(cat.categories), codes)]
 
 
