@@ -68,23 +68,7 @@ def text(col: Any) -> pd.Series:
     return s.astype(object).where(s.notna(), "N/A").astype(str)
 
 
-def _as_cat(values: Any) -> pd.Categorical:
-    """Any column -> a Categorical with plain-str (object) categories and "N/A" for missing."""
-    if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
-        c = pd.Categorical(values)
-        codes = np.asarray(c.codes, dtype=np.int64)
-        cats = [str(x) for x in c.categories]
-    else:
-        codes, uniq = pd.factorize(pd.Series(values, dtype=object), sort=False)
-        codes = np.asarray(codes, dtype=np.int64)
-        cats = [str(x) for x in uniq]
-    if (codes < 0).any():
-        codes = np.where(codes < 0, len(cats), codes)
-        cats.append("N/A")
-    if len(set(cats)) != len(cats):  # e.g. a real "N/A" category plus missing values
-        uniq, inverse = np.unique(np.array(cats, dtype=object), return_inverse=True)
-        codes, cats = inverse[codes], list(uniq)
-    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+_as_cat = as_cat
 
 
 def dbl(values: Any) -> list[str]:

@@ -21,14 +21,16 @@ def as_cat(col: Any) -> pd.Categorical:
     if isinstance(col, pd.Categorical) or isinstance(getattr(col, "dtype", None), pd.CategoricalDtype):
         c = pd.Categorical(col)
         codes = np.asarray(c.codes, dtype=np.int64)
-        cats = [str(x) for x in c.categories]
+        cats = [str(x) for x in c.categories.tolist()]
     else:
         codes, uniq = pd.factorize(pd.Series(col, dtype=object), sort=False)
         codes = np.asarray(codes, dtype=np.int64)
-        cats = [str(x) for x in uniq]
+        cats = [str(x) for x in uniq.tolist()]
     if (codes < 0).any() or "N/A" not in cats:
         cats = cats + ["N/A"]
         codes = np.where(codes < 0, len(cats) - 1, codes)
+    if len(set(cats)) == len(cats):
+        return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
     uniq, inverse = np.unique(np.array(cats, dtype=object), return_inverse=True)  # dedupe categories
     return pd.Categorical.from_codes(inverse[codes], categories=pd.Index(list(uniq), dtype=object))
 
