@@ -15,6 +15,12 @@ from msprof_py.cli import print_warnings, run_guarded
 BOOL = click.BOOL
 
 
+def _needs_run(option: str) -> None:
+    from msprof_py.errors import InvalidParamError
+
+    raise InvalidParamError(f"{option} needs --workload or --graph (it changes the numeric run)")
+
+
 @click.command("compare")
 @click.option("--dump_path", default=None, metavar="DIR",
               help="Dump directory (absolute, at most 50 characters) [default: $DUMP_MEMORY_PATH].")
@@ -53,6 +59,8 @@ def compare(dump_path, workload, graph_file, params, seed, injects, dump_op_perf
     from msprof_py.precision.api import run_compare
 
     path = dump_path if dump_path is not None else os.environ.get("DUMP_MEMORY_PATH")
+    if dump_op_perf is not None and workload is None and graph_file is None:
+        run_guarded(lambda: _needs_run("--dump_op_perf"))
     if dump_op_perf is None:
         env = os.environ.get("DUMP_OP_PERF", "2")
         dump_op_perf = int(env) if env in ("0", "1", "2") else -1

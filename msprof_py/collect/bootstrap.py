@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                 info = acl.finalize()  # ends the simulated process: end time, devices used, pid
             finally:
                 acl.uninstall_hooks()
+            session.sim = info
             session.set_run(device_ids=info.device_ids, pid=info.pid, pid_name=info.pid_name,
                             end_sim_ns=info.end_sim_ns, spec=info.spec)
     except ScriptFailed as failed:

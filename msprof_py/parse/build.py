@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import DataError, WarningLog
-from msprof_py.parse import schema
+from msprof_py.parse import cats, schema
+from msprof_py.parse.cats import frame
 from msprof_py.parse.device import load_device
 from msprof_py.parse.host import HostData, load_host
 from msprof_py.parse.join import join_device
@@ -58,7 +59,7 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
             _iterations(j, pd.DataFrame(columns=schema.STEP_COLUMNS))
             tasks_parts.append(j)
 
-    tasks = pd.concat(tasks_parts, ignore_index=True) if tasks_parts else _frame(schema.TASK_COLUMNS)
+    tasks = concat_frames(tasks_parts) if tasks_parts else _frame(schema.TASK_COLUMNS)
     tasks = tasks.sort_values(["device_id", "start_ns", "stream_id", "task_id", "context_id"], kind="stable")
     steps = _cat(steps_parts, schema.STEP_COLUMNS)
     all_reduce = _cat(ar_parts, schema.ALL_REDUCE_COLUMNS)
@@ -75,11 +76,24 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     if not len(api) and not len(tasks) and not len(steps):
         raise DataError(f"{prof}: no profiling data found (data/ dirs are empty or hold no known raw files)")
     for c in CATEGORY_COLS:
-        tasks[c] = tasks[c].astype(str).astype("category")
+        if not isinstance(tasks[c].dtype, pd.CategoricalDtype):
+            tasks[c] = tasks[c].astype(str).astype("category")
     tasks = tasks[schema.TASK_COLUMNS].reset_index(drop=True)
-    return {"api": api[schema.API_COLUMNS].reset_index(drop=True), "tasks": tasks, "steps": steps,
-            "all_reduce": all_reduce, "communication": communication, "comm_tasks": comm_tasks,
-            "fusion_ops": fusion, "memcpy": memcpy, "devices": devices}
+    out = {"api": api[schema.API_COLUMNS].reset_index(drop=True), "tasks": tasks, "steps": steps,
+           "all_reduce": all_reduce, "communication": communication, "comm_tasks": comm_tasks,
+           "fusion_ops": fusion, "memcpy": memcpy, "devices": devices}
+    return {name: cats.normalize(df) for name, df in out.items()}
+
+
+def concat_frames(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """pd.concat that keeps categorical columns categorical (union of categories)."""
+    if len(parts) == 1:
+        return parts[0]
+    out = pd.concat(parts, ignore_index=True)
+    for c in parts[0].columns:
+        if all(isinstance(p[c].dtype, pd.CategoricalDtype) for p in parts):
+            out[c] = cats.concat([p[c].array for p in parts])
+    return out
 
 
 def _iterations(joined: pd.DataFrame, steps: pd.DataFrame) -> None:
@@ -136,7 +150,7 @@ def _communication(host: HostData | None, tasks: pd.DataFrame) -> tuple[pd.DataF
     src = np.where(rows["role"] == 1, rows["local_rank"], rows["remote_rank"])
     dst = np.where(rows["role"] == 1, rows["remote_rank"], rows["local_rank"])
     dur = rows["dur_ns"].to_numpy(np.float64)
-    ct = pd.DataFrame({
+    ct = frame({
         "device_id": rows["device_id"], "op_name": rows["hccl_api"].map(op_names).astype(object),
         "group_name": rows["group_name_info"] if "group_name_info" in rows else rows["group_name"],
         "plane_id": rows["plane_id"], "task_type": rows["name"], "stream_id": rows["stream_id"],

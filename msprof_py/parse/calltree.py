@@ -38,34 +38,60 @@ class CallTree:
         self.start = np.asarray(start, np.int64)
         self.end = np.asarray(end, np.int64)
         self.rank = level_rank(levels)
+        # one sortable int64 key per (thread, time): thread * span + (time - origin); query
+        # times are clipped into [origin, origin + span) which keeps every <= relation intact
+        n = len(self.start)
+        self._origin = int(self.start.min()) - 1 if n else 0
+        self._span = (int(self.start.max()) - self._origin + 2) if n else 1
+        self._fits = (int(self.thread.max()) + 3) * self._span < 2 ** 62 if n else True
         self._by_rank = {}
+        self._keys = {}
+        skey = self._key(self.thread, self.start) if self._fits else None
         for r in range(1, 6):
             idx = np.flatnonzero(self.rank == r)
             o = np.lexsort((self.start[idx], self.thread[idx]))
             self._by_rank[r] = idx[o]
+            if self._fits:
+                self._keys[r] = skey[idx[o]]
         self.parent = self._containers(self.thread, self.start, self.end, self.rank)
         self.ancestors = self._ancestors()
+
+    def _key(self, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
+        tt = np.clip(np.asarray(t, np.int64), self._origin, self._origin + self._span - 1) - self._origin
+        return np.asarray(thread, np.int64) * self._span + tt
 
     def _containers(self, thread, start, end, rank) -> np.ndarray:
         """Innermost API of rank < ``rank`` containing each [start, end] on the same thread."""
         out = np.full(len(thread), -1, np.int64)
+        qkey = self._key(thread, start) if self._fits else None
         for r in range(1, 5):  # shallow to deep: deeper containers overwrite
             cand = self._by_rank[r]
             q = np.flatnonzero(rank > r)
             if len(cand) == 0 or len(q) == 0:
                 continue
-            hit = self._containing(cand, thread[q], start[q], end[q])
+            hit = self._containing(r, thread[q], start[q], end[q], qkey[q] if qkey is not None else None)
             ok = hit >= 0
             out[q[ok]] = hit[ok]
         return out
 
-    def _containing(self, cand: np.ndarray, qthread, qstart, qend) -> np.ndarray:
-        """Among ``cand`` (sorted by thread, start): the last one starting <= qstart on the same
-        thread, if it also ends >= qend; else -1.  Returns API indices."""
-        pos = last_le(self.thread[cand], self.start[cand], qthread, qstart)
-        ok = pos >= 0
-        ok[ok] &= self.end[cand[pos[ok]]] >= qend[ok]
-        return np.where(ok, cand[np.maximum(pos, 0)], -1)
+    def _containing(self, r: int, qthread, qstart, qend, qkey=None) -> np.ndarray:
+        """Among APIs of rank ``r``: the last one starting <= qstart on the same thread, if it
+        also ends >= qend; else -1.  Returns API indices."""
+        cand = self._by_rank[r]
+        if self._fits:
+            if qkey is None:
+                qkey = self._key(qthread, qstart)
+            pos = np.searchsorted(self._keys[r], qkey, side="right") - 1
+            ok = pos >= 0
+            pos0 = np.maximum(pos, 0)
+            hit = cand[pos0]
+            ok &= self.thread[hit] == qthread
+        else:
+            pos = last_le(self.thread[cand], self.start[cand], qthread, qstart)
+            ok = pos >= 0
+            hit = cand[np.maximum(pos, 0)]
+        ok &= self.end[hit] >= qend
+        return np.where(ok, hit, -1)
 
     def _ancestors(self) -> dict[int, np.ndarray]:
         """``{level: index of the ancestor-or-self API at that level, -1 if none}``."""
@@ -88,11 +114,10 @@ class CallTree:
     def attach(self, level: int, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
         """Same-level API containing each point record, or -1."""
         r = RANKS[level]
-        cand = self._by_rank[r]
-        if len(cand) == 0 or len(thread) == 0:
+        if len(self._by_rank[r]) == 0 or len(thread) == 0:
             return np.full(len(thread), -1, np.int64)
         t = np.asarray(ts, np.int64)
-        return self._containing(cand, np.asarray(thread, np.int64), t, t)
+        return self._containing(r, np.asarray(thread, np.int64), t, t)
 
     def point_ancestors(self, level: int, thread: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, dict[int, np.ndarray]]:
         """(same-level API or -1, ``{level: ancestor API or -1}``) for point records of ``level``."""

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
+from msprof_py.parse.cats import frame
 from msprof_py.parse.flip import compute_batch_id
 from msprof_py.parse.meta import ResultDir
 from msprof_py.parse.reader import discover_device, read_records
@@ -35,25 +36,18 @@ def load_device(rd: ResultDir, warnings: WarningLog) -> DeviceData:
     if other:
         warnings.warn(f"{rd.path / 'data'}: raw kinds not parsed by msprof_py: {', '.join(other)}")
 
+    where_stars = str(rd.path / "data" / f"{raw_stars.FILE_TAG}.{dev}")
     if (raw_stars.FILE_TAG, dev) in streams:
-        s = streams[(raw_stars.FILE_TAG, dev)]
-        dec = read_records(s, raw_stars.DTYPE, warnings, host=False)
-        records = dec.records
-        bad = records["resv0"] != raw_stars.MAGIC
-        if bad.any():  # msprof drops STARS logs without the magic and reports how many
-            path, off = dec.where(int(np.argmax(bad)))
-            warnings.warn(f"{path}: byte {off}: {int(bad.sum())} STARS log(s) without the magic number "
-                          f"0x{raw_stars.MAGIC:04X} dropped (first one here)")
-            records = records[~bad]
-        t = stars_soc.decode(records, warnings, str(s.paths[0].parent / f"{raw_stars.FILE_TAG}.{dev}"))
+        dec = read_records(streams[(raw_stars.FILE_TAG, dev)], raw_stars.DTYPE, warnings, host=False)
+        t = stars_soc.decode(dec, warnings, where_stars)
+        del dec
     else:
         t = stars_soc.pair(*(np.zeros(0, np.int64),) * 4, np.zeros(0, bool), np.zeros(0, np.int64), warnings, "")
+    dec_ts = None
     if (raw_ts.FILE_TAG, dev) in streams:
-        s = streams[(raw_ts.FILE_TAG, dev)]
-        dec = read_records(s, raw_ts.PREFIX_DTYPE, warnings, host=False)
-        tr = ts_track.decode(dec.records, warnings, str(s.paths[0].parent / f"{raw_ts.FILE_TAG}.{dev}"))
-    else:
-        tr = ts_track.decode(np.zeros(0, raw_ts.PREFIX_DTYPE), warnings, "")
+        dec_ts = read_records(streams[(raw_ts.FILE_TAG, dev)], raw_ts.PREFIX_DTYPE, warnings, host=False)
+    tr = ts_track.decode(dec_ts, warnings, str(rd.path / "data" / f"{raw_ts.FILE_TAG}.{dev}"))
+    del dec_ts
 
     start = ticks.to_local_ns(t["start"])
     dur = ticks.dur_ns(t["end"].astype(np.int64) - t["start"].astype(np.int64))
@@ -61,13 +55,13 @@ def load_device(rd: ResultDir, warnings: WarningLog) -> DeviceData:
     flip_time = ticks.to_local_ns(fl["timestamp"])
     batch = compute_batch_id(t["stream_id"], t["task_id"], start, fl["stream_id"], fl["task_id"], flip_time,
                              fl["flip_num"])
-    tasks = pd.DataFrame({"stream_id": t["stream_id"], "task_id": t["task_id"], "context_id": t["context_id"],
+    tasks = frame({"stream_id": t["stream_id"], "task_id": t["task_id"], "context_id": t["context_id"],
                           "batch_id": batch, "start_ns": start, "dur_ns": dur,
                           "device_task_type": t["device_task_type"]})
     st = tr["step"]
-    steps = pd.DataFrame({**{k: v for k, v in st.items() if k != "timestamp"},
+    steps = frame({**{k: v for k, v in st.items() if k != "timestamp"},
                           "timestamp": ticks.to_local_ns(st["timestamp"])})
-    flips = pd.DataFrame({"stream_id": fl["stream_id"], "task_id": fl["task_id"], "flip_num": fl["flip_num"],
+    flips = frame({"stream_id": fl["stream_id"], "task_id": fl["task_id"], "flip_num": fl["flip_num"],
                           "timestamp": flip_time})
     if not len(tasks) and not len(steps):
         warnings.warn(f"{rd.path / 'data'}: no device task or step-trace data")

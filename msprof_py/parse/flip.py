@@ -30,7 +30,20 @@ def compute_batch_id(task_stream: np.ndarray, task_id: np.ndarray, task_time: np
     first_of_key = np.searchsorted(fk, tc, side="left")
     batch = np.where(last >= 0, last - first_of_key + 1, 0)
 
-    # calibration: contiguous run (in time order) right before flip k with task_id < flip.task_id
+    # calibration: contiguous run (in time order) right before flip k with task_id < flip.task_id;
+    # only flips with task_id > 0 can move anything, so only their streams are looked at
+    movable = (flip_task_id > 0) & (flip_num != FLIP_STREAM_DESTROY)
+    if not movable.any():
+        return batch
+    sel = np.flatnonzero(np.isin(tc, np.unique(fc[movable])))
+    batch[sel] = _calibrate(tc[sel], task_id[sel], task_time[sel], batch[sel], first_of_key[sel], fk, flip_task_id,
+                            flip_num, forder, ft)
+    return batch
+
+
+def _calibrate(tc, task_id, task_time, batch, first_of_key, fk, flip_task_id, flip_num, forder,
+               flip_time_sorted) -> np.ndarray:
+    n = len(tc)
     torder = np.lexsort((task_time, tc))
     sk, sb, sid = tc[torder], batch[torder], task_id[torder].astype(np.int64)
     nxt = first_of_key[torder] + sb  # index in sorted flips of the next flip (if same key)
@@ -40,7 +53,13 @@ def compute_batch_id(task_stream: np.ndarray, task_id: np.ndarray, task_time: np
     fnum = np.full(n, -1, np.int64)
     ftask[has_next] = flip_task_id[forder][nxt[has_next]]
     fnum[has_next] = flip_num[forder][nxt[has_next]]
-    cond = has_next & (sid < ftask) & (fnum != FLIP_STREAM_DESTROY)
+    # msprof only reaches a flip when a later task of the stream exists (its loop walks tasks)
+    last_time = np.full(int(tc.max()) + 1 if n else 0, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(last_time, tc, task_time.astype(np.int64))
+    ftime = np.full(n, np.iinfo(np.int64).max, np.int64)
+    ftime[has_next] = flip_time_sorted[nxt[has_next]]
+    reached = has_next & (ftime <= last_time[sk])
+    cond = reached & (sid < ftask) & (fnum != FLIP_STREAM_DESTROY)
     # segment = (key, batch); the run must reach the segment's end
     seg = np.ones(n, bool)
     seg[1:] = (sk[1:] != sk[:-1]) | (sb[1:] != sb[:-1])

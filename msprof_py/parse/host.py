@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
+from msprof_py.parse import cats
+from msprof_py.parse.cats import frame
 from msprof_py.parse.calltree import CallTree
 from msprof_py.parse.flip import compute_batch_id
 from msprof_py.parse.meta import ResultDir
@@ -77,20 +79,24 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     thread_codes, threads = pd.factorize(a["thread_id"], sort=True)
     threads = pd.Index(threads)
     tree = CallTree(thread_codes, start, end, a["level"])
-    struct_type = dicts.resolve_type(a["level"], a["type"])
-    name = np.asarray(struct_type, dtype=object)
+    name = dicts.resolve_type(a["level"], a["type"])  # API name (type_info_dic)
     is_acl = a["level"] == LEVEL_ACL
-    fam = (a["type"] >> 16).astype(np.int64)
-    struct_obj = name.copy()
+    # struct_type: the ACL API family (high 16 bits of the type) for AscendCL calls, else the name
+    fam_codes, fam_uniq = pd.factorize((a["type"] >> 16).astype(np.int64)[is_acl])
+    family = cats.from_codes(np.full(len(is_acl), -1, np.int64), [])
     if is_acl.any():
-        struct_obj[is_acl] = [ACL_FAMILIES.get(int(f), str(int(f))) for f in fam[is_acl]]
+        codes = np.full(len(is_acl), -1, np.int64)
+        codes[is_acl] = fam_codes
+        family = cats.from_codes(codes, [ACL_FAMILIES.get(int(f), str(int(f))) for f in fam_uniq])
+    struct_type = cats.where(is_acl, family, name)
     item = dicts.resolve_hash(a["item_id"])
-    api = pd.DataFrame({
+    lv_codes, lv_uniq = pd.factorize(a["level"])
+    api = frame({
         "pid": np.full(len(start), pid, np.int64),
         "thread_id": a["thread_id"].astype(np.int64),
-        "level": pd.Categorical(_level_names(a["level"])),
-        "struct_type": pd.Categorical(struct_obj),
-        "name": pd.Categorical(name),
+        "level": cats.from_codes(lv_codes, [LEVEL_NAMES.get(int(u), str(int(u))) for u in lv_uniq]),
+        "struct_type": struct_type,
+        "name": name,
         "item_id": item,
         "start_ns": start,
         "end_ns": end,
@@ -121,7 +127,7 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     model_id = np.where(model_api >= 0, model_of_api[np.maximum(model_api, 0)], INVALID_U32)
     request_id = np.where(model_api >= 0, a["request_id"][np.maximum(model_api, 0)], -1)
     f_time = ticks.to_local_ns(flips["timestamp"])
-    host_flips = pd.DataFrame({"device_id": flips["device_id"].astype(np.int64),
+    host_flips = frame({"device_id": flips["device_id"].astype(np.int64),
                                "stream_id": flips["stream_id"].astype(np.int64),
                                "task_id": flips["task_id"].astype(np.int64),
                                "flip_num": flips["flip_num"].astype(np.int64), "timestamp": f_time})
@@ -137,15 +143,15 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     ctx = context_id_info.decode(parts(raw_ctx.FILE_TAG, raw_ctx.DTYPE), dicts)
     ctx_api = tree.attach(LEVEL_NODE, _codes_in(threads, ctx["thread_id"]), ticks.to_local_ns(ctx["timestamp"]))
 
-    task_type_names = np.asarray(tt["task_type"], dtype=object)
+    host_type = tt["task_type"]
     n = len(t_time)
-    tasks = pd.DataFrame({
+    tasks = frame({
         "device_id": tt["device_id"].astype(np.int64),
         "stream_id": tt["stream_id"].astype(np.int64),
         "task_id": tt["task_id"].astype(np.int64),
         "batch_id": batch,
         "timestamp": t_time,
-        "host_task_type": tt["task_type"],
+        "host_task_type": host_type,
         "kernel_name": tt["kernel_name"],
         "model_id": model_id.astype(np.int64),
         "request_id": request_id.astype(np.int64),
@@ -155,47 +161,48 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
         "runtime_api": own_rt,
         "thread_id": tt["thread_id"].astype(np.int64),
     })
-    for col, default in (("op_name", None), ("op_type", "N/A"), ("task_type", None), ("op_state", "N/A"),
+    has_node = node_api >= 0
+    found: dict[int, np.ndarray] = {}
+    for col, default in (("op_name", "\0"), ("op_type", "N/A"), ("task_type", "\0"), ("op_state", "N/A"),
                          ("block_num", 0), ("mix_block_num", 0), ("hf32_eligible", "N/A"),
                          *((f, "N/A") for f in tensor_info.FIELDS)):
         src = node_info[col]
-        has = node_api >= 0
-        vals = np.empty(n, dtype=object if default is None or isinstance(default, str) else np.int64)
-        if default is not None:
-            vals[:] = default
-        idx = np.where(has, src.index_of(np.maximum(node_api, 0)), -1) if n else np.zeros(0, np.int64)
-        ok = idx >= 0
-        if ok.any():
+        key = id(src.api_index)  # columns of one record kind share their API index: search once
+        if key not in found:
+            found[key] = np.where(has_node, src.index_of(np.maximum(node_api, 0)), -1) if n else np.zeros(0, np.int64)
+        idx = found[key]
+        if isinstance(src.values, pd.Categorical):
+            tasks[col] = cats.take(src.values, idx, default)
+        else:
+            vals = np.full(n, default, np.int64)
+            ok = idx >= 0
             vals[ok] = src.values[idx[ok]]
-        tasks[col] = vals
-    # op name: ctx-id record's op name, else Node API item_id; only kernel tasks carry op info
-    node_item = np.asarray(item, dtype=object)
-    op_name = tasks["op_name"].to_numpy(dtype=object, copy=True)
-    miss = pd.isna(op_name) & (node_api >= 0)
-    op_name[miss] = node_item[node_api[miss]]
-    hccl_sel = hccl_api >= 0
-    op_name[hccl_sel & (node_api < 0)] = node_item[hccl_api[hccl_sel & (node_api < 0)]]
-    tasks["op_name"] = op_name
-    tt_type = tasks["task_type"].to_numpy(dtype=object, copy=True)
-    miss = pd.isna(tt_type)
-    tt_type[miss] = [RTS_TO_GE.get(t, "N/A") if na else "N/A" for t, na in zip(task_type_names[miss], (node_api >= 0)[miss])]
-    tasks["task_type"] = tt_type
-    kernel_like = pd.Series(task_type_names).str.startswith("KERNEL_").to_numpy() | np.isin(
-        task_type_names, ["FFTS_PLUS", "STARS_COMMON"])
-    has_info = kernel_like & ((node_api >= 0) | (hccl_api >= 0))
-    tasks["has_op_info"] = has_info
-    tasks = _expand_contexts(tasks, task_type_names, ctx, ctx_api)
+            tasks[col] = vals
+    # op name: the node_basic_info name, else the Node API's item_id, else the HCCL API's
+    missing = np.asarray(tasks["op_name"].cat.codes) == list(tasks["op_name"].cat.categories).index("\0")
+    fallback_api = np.where(has_node, node_api, hccl_api)
+    tasks["op_name"] = cats.where(~missing, tasks["op_name"].array, cats.take(item, fallback_api, "N/A"))
+    # GE task type, else the runtime type mapped as msprof's RTS_TASK_TYPE_MAP (only under a Node)
+    tt_cat = tasks["task_type"].array
+    missing = np.asarray(tt_cat.codes) == list(tt_cat.categories).index("\0")
+    mapped = cats.from_codes(np.asarray(host_type.codes),
+                             [RTS_TO_GE.get(c, "N/A") for c in host_type.categories])
+    mapped = cats.where(has_node, mapped, cats.const("N/A", n))
+    tasks["task_type"] = cats.where(~missing, tt_cat, mapped)
+    kernel_like = cats.label_mask(host_type, lambda c: c.startswith("KERNEL_") or c in ("FFTS_PLUS", "STARS_COMMON"))
+    tasks["has_op_info"] = kernel_like & (has_node | (hccl_api >= 0))
+    tasks = _expand_contexts(tasks, host_type, ctx, ctx_api)
 
     comm_ops, hccl_infos = _communication(parts, dicts, ticks, tree, threads, a, item, model_of_api)
     mem = simple.memcpy_info(parts(raw_memcpy.FILE_TAG, raw_memcpy.DTYPE), dicts)
     mem_rt = tree.attach(LEVEL_RUNTIME, _codes_in(threads, mem["thread_id"]), ticks.to_local_ns(mem["timestamp"]))
-    memcpy = pd.DataFrame({"runtime_api": mem_rt, "size_bytes": mem["data_size"], "direction": mem["direction"]})
+    memcpy = frame({"runtime_api": mem_rt, "size_bytes": mem["data_size"], "direction": mem["direction"]})
     fus = simple.fusion_op_info(parts(raw_fusion.FILE_TAG, raw_fusion.DTYPE), dicts)
     f_model = tree.point_ancestors(LEVEL_NODE, _codes_in(threads, fus["thread_id"]),
                                    ticks.to_local_ns(fus["timestamp"]))[1][LEVEL_MODEL]
     graph = simple.graph_id_map(parts(raw_graph.FILE_TAG, raw_graph.DTYPE), dicts)
-    graph_ids = pd.DataFrame({k: graph[k] for k in ("model_name", "graph_id", "model_id")})
-    fusion = pd.DataFrame({
+    graph_ids = frame({k: graph[k] for k in ("model_name", "graph_id", "model_id")})
+    fusion = frame({
         "model_id": np.where(f_model >= 0, model_of_api[np.maximum(f_model, 0)], INVALID_U32).astype(np.int64),
         "fusion_op": fus["op_name"], "original_ops": fus["original_ops"],
         **{f"memory_{k}_kb": fus[f"{k}_mem"] / 1024.0 for k in ("input", "output", "weight", "workspace", "total")},
@@ -232,41 +239,44 @@ def _node_info(parts, dicts, ticks, tree: CallTree, threads) -> dict[str, _Looku
         keys = api_idx[idx][order]
         last = np.r_[keys[1:] != keys[:-1], True] if len(keys) else np.zeros(0, bool)
         rows = idx[order][last]
+        api_index = keys[last]
         for name, col in cols.items():
-            out[name] = _Lookup(keys[last], np.asarray(col, dtype=object)[rows] if col.dtype == object or
-                                isinstance(col, pd.Categorical) else np.asarray(col)[rows])
+            out[name] = _Lookup(api_index, col[rows] if isinstance(col, pd.Categorical) else np.asarray(col)[rows])
 
-    table(nb_api, {"op_name": np.asarray(nb["op_name"], dtype=object), "op_type": np.asarray(nb["op_type"], dtype=object),
-                   "task_type": np.asarray(nb["task_type"], dtype=object), "op_state": nb["op_state"].astype(object),
-                   "block_num": nb["block_num"], "mix_block_num": nb["mix_block_num"],
-                   "hf32_eligible": nb["hf32_eligible"].astype(object)})
+    table(nb_api, {k: nb[k] for k in ("op_name", "op_type", "task_type", "op_state", "block_num", "mix_block_num",
+                                      "hf32_eligible")})
     table(ti_api, {f: ti[f] for f in tensor_info.FIELDS})
     return out
 
 
-def _expand_contexts(tasks: pd.DataFrame, type_names: np.ndarray, ctx: dict, ctx_api: np.ndarray) -> pd.DataFrame:
+def _expand_contexts(tasks: pd.DataFrame, host_type: pd.Categorical, ctx: dict, ctx_api: np.ndarray) -> pd.DataFrame:
     """One row per context id: node ctx ids (+ "0" for MIX) + 4294967295 for white-listed
     kernel types; other tasks keep the single default context 4294967295."""
     n = len(tasks)
     task_idx = [np.arange(n)]
     ctx_vals = [np.full(n, INVALID_U32, np.int64)]
-    white = np.isin(type_names, CTX_TASK_TYPES)
+    white = cats.isin(host_type, CTX_TASK_TYPES)
     node_api = tasks["node_api"].to_numpy()
     if len(ctx["ctx_id"]) and white.any():
         rec_api = ctx_api[ctx["ctx_record"]]
-        pairs = pd.DataFrame({"api": rec_api, "ctx": ctx["ctx_id"]})
+        pairs = frame({"api": rec_api, "ctx": ctx["ctx_id"]})
         pairs = pairs[(pairs["api"] >= 0) & (pairs["ctx"] != INVALID_U32)].drop_duplicates()
-        sel = pd.DataFrame({"t": np.flatnonzero(white & (node_api >= 0))})
+        sel = frame({"t": np.flatnonzero(white & (node_api >= 0))})
         sel["api"] = node_api[sel["t"].to_numpy()]
         m = sel.merge(pairs, on="api", how="inner")
         task_idx.append(m["t"].to_numpy())
         ctx_vals.append(m["ctx"].to_numpy(np.int64))
-    mix = np.flatnonzero(np.isin(type_names, MIX_TASK_TYPES))
+    mix = np.flatnonzero(cats.isin(host_type, MIX_TASK_TYPES))
     task_idx.append(mix)
     ctx_vals.append(np.zeros(len(mix), np.int64))
+    if sum(len(x) for x in task_idx) == n:  # nothing to expand
+        out = tasks  # (ours: extended in place)
+        out.insert(4, "context_id", ctx_vals[0])
+        out["host_row"] = np.arange(n, dtype=np.int64)
+        return out
     ti = np.concatenate(task_idx)
     cv = np.concatenate(ctx_vals)
-    dedup = pd.DataFrame({"t": ti, "c": cv}).drop_duplicates().sort_values(["t", "c"], kind="stable")
+    dedup = frame({"t": ti, "c": cv}).drop_duplicates().sort_values(["t", "c"], kind="stable")
     out = tasks.iloc[dedup["t"].to_numpy()].reset_index(drop=True)
     out.insert(4, "context_id", dedup["c"].to_numpy(np.int64))
     out["host_row"] = dedup["t"].to_numpy(np.int64)
@@ -280,9 +290,9 @@ def _communication(parts, dicts, ticks, tree: CallTree, threads, a, item, model_
     op_node = tree.attach(LEVEL_NODE, _codes_in(threads, op["thread_id"]), ticks.to_local_ns(op["timestamp"]))
     node_anc = tree.ancestors[LEVEL_NODE][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
     model_anc = tree.ancestors[LEVEL_MODEL][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
-    info = pd.DataFrame({"node_api": op_node, "group_name": op["group_name"], "data_type": op["data_type"],
+    info = frame({"node_api": op_node, "group_name": op["group_name"], "data_type": op["data_type"],
                          "alg_type": op["alg_type"], "count": op["count"]}).drop_duplicates("node_api", keep="last")
-    ops = pd.DataFrame({"hccl_api": hccl_idx, "node_api": node_anc,
+    ops = frame({"hccl_api": hccl_idx, "node_api": node_anc,
                         "op_name": np.asarray(item, dtype=object)[hccl_idx],
                         "model_id": np.where(model_anc >= 0, model_of_api[np.maximum(model_anc, 0)], INVALID_U32),
                         "request_id": np.where(model_anc >= 0, a["request_id"][np.maximum(model_anc, 0)], -1),
@@ -290,7 +300,7 @@ def _communication(parts, dicts, ticks, tree: CallTree, threads, a, item, model_
     ops = ops.merge(info, on="node_api", how="left")
     hi = simple.hccl_info(parts(raw_hccl_info.FILE_TAG, raw_hccl_info.DTYPE), dicts)
     hi_api = tree.attach(LEVEL_HCCL, _codes_in(threads, hi["thread_id"]), ticks.to_local_ns(hi["timestamp"]))
-    infos = pd.DataFrame({"hccl_api": hi_api, "timestamp": ticks.to_local_ns(hi["timestamp"]),
+    infos = frame({"hccl_api": hi_api, "timestamp": ticks.to_local_ns(hi["timestamp"]),
                           **{k: v for k, v in hi.items() if k not in ("thread_id", "timestamp")}})
     return ops, infos
 

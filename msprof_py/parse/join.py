@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
+from msprof_py.parse import cats
+from msprof_py.parse.cats import frame
 from msprof_py.parse.keys import group_codes, rank_in_group
 from msprof_py.raw.common import INVALID_U32
 
@@ -64,7 +66,7 @@ def join_device(device_id: int, host: pd.DataFrame, dev: pd.DataFrame, warnings:
                       f"(several host tasks for one key), {len(host_only)} host-only, {n_dev_only} device-only task rows")
     # assemble: device rows then host-only rows
     h_idx = np.concatenate([host_of_dev, host_only])
-    out = pd.DataFrame({
+    out = frame({
         "device_id": np.int64(device_id),
         "stream_id": np.concatenate([dev["stream_id"].to_numpy(np.int64), host["stream_id"].to_numpy(np.int64)[host_only]]),
         "task_id": np.concatenate([dev["task_id"].to_numpy(np.int64), host["task_id"].to_numpy(np.int64)[host_only]]),
@@ -73,22 +75,12 @@ def join_device(device_id: int, host: pd.DataFrame, dev: pd.DataFrame, warnings:
                                       host["context_id"].to_numpy(np.int64)[host_only]]),
         "start_ns": np.concatenate([dev["start_ns"].to_numpy(np.int64), np.full(len(host_only), -1, np.int64)]),
         "dur_ns": np.concatenate([dev["dur_ns"].to_numpy(np.int64), np.full(len(host_only), -1, np.int64)]),
-        "device_task_type": np.concatenate([np.asarray(dev["device_task_type"], dtype=object),
-                                            np.full(len(host_only), "UNKNOWN", dtype=object)]),
+        "device_task_type": cats.concat([_as_cat(dev["device_task_type"]),
+                                         cats.const("UNKNOWN", len(host_only))]),
         "match_code": np.concatenate([match, np.full(len(host_only), 2)]),
     })
     has = h_idx >= 0
     hi = np.maximum(h_idx, 0)
-
-    def take(col: str, default):
-        src = host[col].to_numpy(dtype=object if isinstance(default, str) or default is None else np.int64) if nh \
-            else np.zeros(0, dtype=object if isinstance(default, str) else np.int64)
-        vals = np.empty(len(h_idx), dtype=src.dtype)
-        vals[:] = default
-        if nh:
-            vals[has] = src[hi[has]]
-        return vals
-
     for col, default in (("model_id", INVALID_U32), ("request_id", -1), ("connection_id", -1), ("host_row", -1),
                          ("block_num", 0), ("mix_block_num", 0), ("host_task_type", "UNKNOWN"),
                          ("kernel_name", "N/A"), ("op_name", "N/A"), ("op_type", "N/A"), ("task_type", "N/A"),
@@ -96,7 +88,14 @@ def join_device(device_id: int, host: pd.DataFrame, dev: pd.DataFrame, warnings:
                          ("input_data_types", "N/A"), ("input_formats", "N/A"), ("output_shapes", "N/A"),
                          ("output_data_types", "N/A"), ("output_formats", "N/A"), ("hccl_api", -1),
                          ("thread_id", -1)):
-        out[col] = take(col, default)
+        if isinstance(default, str):
+            src = _as_cat(host[col]) if nh else pd.Categorical([])
+            out[col] = cats.take(src, h_idx, default)
+        else:
+            vals = np.full(len(h_idx), default, np.int64)
+            if nh:
+                vals[has] = host[col].to_numpy(np.int64)[hi[has]]
+            out[col] = vals
     info = np.zeros(len(h_idx), bool)
     if nh:
         info[has] = host["has_op_info"].to_numpy(bool)[hi[has]]
@@ -111,14 +110,18 @@ def _display_names(out: pd.DataFrame) -> None:
     host task type (device type for FFTS_PLUS / UNKNOWN); task type = the GE task type unless
     N/A, else the device type."""
     info = out["has_op_info"].to_numpy()
-    host_type = out["host_task_type"].to_numpy(dtype=object)
-    dev_type = out["device_task_type"].to_numpy(dtype=object)
-    fallback = np.where(np.isin(host_type, FFTS_OR_UNKNOWN), dev_type, host_type)
-    op = out["op_name"].to_numpy(dtype=object)
-    op = np.where(info & ~pd.isna(op) & (op != "N/A"), op, fallback)
-    out["op_name"] = op
+    host_type = out["host_task_type"].array
+    dev_type = out["device_task_type"].array
+    fallback = cats.where(cats.isin(host_type, FFTS_OR_UNKNOWN), dev_type, host_type)
+    op = out["op_name"].array
+    out["op_name"] = cats.where(info & ~cats.isin(op, ("N/A",)), op, fallback)
+    na = cats.const("N/A", len(out))
     for col in ("op_type", "op_state", "hf32_eligible", "input_shapes", "input_data_types", "input_formats",
                 "output_shapes", "output_data_types", "output_formats"):
-        out[col] = np.where(info, out[col].to_numpy(dtype=object), "N/A")
-    tt = out["task_type"].to_numpy(dtype=object)
-    out["task_type"] = np.where(pd.isna(tt) | (tt == "N/A"), dev_type, tt)
+        out[col] = cats.where(info, out[col].array, na)
+    tt = out["task_type"].array
+    out["task_type"] = cats.where(cats.isin(tt, ("N/A",)), dev_type, tt)
+
+
+def _as_cat(col: pd.Series) -> pd.Categorical:
+    return col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col.to_numpy(dtype=object))

@@ -76,31 +76,86 @@ def read_bytes(stream: Stream) -> np.ndarray:
     return buf[:pos]
 
 
-def locate(stream: Stream, offset: int) -> tuple[Path, int]:
+def locate(stream: Stream, offset: int, sizes: list[int] | None = None) -> tuple[Path, int]:
     """Map a byte offset in the concatenated stream to ``(slice file, offset in that file)``."""
+    sizes = stream.sizes if sizes is None else sizes
     pos = 0
-    for path, size in zip(stream.paths, stream.sizes):
+    for path, size in zip(stream.paths, sizes):
         if offset < pos + size:
             return path, offset - pos
         pos += size
-    last = stream.paths[-1]
-    return last, offset - (pos - stream.sizes[-1])
+    return stream.paths[-1], offset - (pos - sizes[-1])
 
 
 @dataclass
 class Decoded:
-    """Records of one stream plus where record 0 starts in the concatenated bytes."""
+    """Records of one stream as a list of chunks: read-only memory maps of the whole records
+    inside each slice, plus small buffers for the records that straddle two slices.  Nothing
+    is copied until a field is asked for (``field``), and then only that field."""
 
-    records: np.ndarray
+    chunks: list[np.ndarray]
     stream: Stream
     head: int  # bytes skipped at the start (torn aging head)
+    dtype: np.dtype
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self.chunks)
+
+    def field(self, name: str, view: np.dtype | None = None) -> np.ndarray:
+        """One field over all records (a fresh contiguous array); ``view``: reinterpret each
+        record with another dtype of the same size first (ts_track / FFTS layouts)."""
+        arrays = [(c.view(view) if view is not None else c)[name] for c in self.chunks]
+        if not arrays:
+            return np.zeros(0, dtype=(view if view is not None else self.dtype)[name])
+        return np.concatenate(arrays) if len(arrays) > 1 else np.array(arrays[0])
+
+    def byte_rows(self):
+        """Yield ``(first record index, (n, itemsize) uint8 view)`` per chunk (no copy)."""
+        index = 0
+        for c in self.chunks:
+            yield index, c.view(np.uint8).reshape(len(c), self.itemsize)
+            index += len(c)
+
+    def take(self, indices: np.ndarray) -> np.ndarray:
+        """Whole records at ``indices`` (a few: copies them)."""
+        out = np.zeros(len(indices), self.dtype)
+        starts = np.cumsum([0] + [len(c) for c in self.chunks])
+        for k, i in enumerate(np.asarray(indices)):
+            j = int(np.searchsorted(starts, i, side="right")) - 1
+            out.view(np.uint8).reshape(len(indices), self.itemsize)[k] = \
+                self.chunks[j][i - starts[j]: i - starts[j] + 1].view(np.uint8)
+        return out
+
+    @property
+    def records(self) -> np.ndarray:
+        """All records in one array (copies the bytes: only for small streams and tests)."""
+        if not self.chunks:
+            return np.zeros(0, self.dtype)
+        raw = np.concatenate([np.frombuffer(c.tobytes(), np.uint8) for c in self.chunks])
+        return raw.view(self.dtype)
 
     def where(self, index: int) -> tuple[Path, int]:
-        return locate(self.stream, self.head + index * self.records.dtype.itemsize)
+        return locate(self.stream, self.head + index * self.itemsize)
+
+    def mask_where(self, mask: np.ndarray) -> tuple[Path, int] | None:
+        """(file, offset) of the first record where ``mask`` is True, or None."""
+        if not mask.any():
+            return None
+        return self.where(int(np.argmax(mask)))
+
+
+def _map(path: Path, size: int) -> np.ndarray:
+    if size == 0:
+        return np.zeros(0, np.uint8)
+    return np.memmap(path, dtype=np.uint8, mode="r", shape=(size,))
 
 
 def read_records(stream: Stream, dtype: np.dtype, warnings: WarningLog, host: bool = True) -> Decoded:
-    """Decode a stream with ``dtype``.
+    """Decode a stream with ``dtype`` (slices memory-mapped read-only, never written).
 
     - aging stream: the first ``total % itemsize`` bytes are a torn record (the ring buffer was
       overwritten) and are dropped with a warning, as msprof does;
@@ -109,32 +164,57 @@ def read_records(stream: Stream, dtype: np.dtype, warnings: WarningLog, host: bo
     - host records are validated (magic 0x5A5A, known level): a bad record raises
       :class:`CorruptRecordError` naming the slice file and byte offset.
     """
-    buf = read_bytes(stream)
+    sizes = stream.sizes
+    total = sum(sizes)
     size = dtype.itemsize
-    rest = len(buf) % size
+    rest = total % size
     head = 0
     if rest and stream.aging:
         head = rest
-        path, _ = locate(stream, 0)
+        path, _ = locate(stream, 0, sizes)
         warnings.warn(f"{path}: dropped a torn record of {rest} bytes at the start of the aging "
                       f"stream {stream.tag} (ring buffer wrapped)")
     elif rest:
-        path, off = locate(stream, len(buf) - rest)
+        path, off = locate(stream, total - rest, sizes)
         warnings.warn(f"{path}: byte {off}: truncated record ({rest} of {size} bytes) dropped "
                       f"at the end of stream {stream.tag}")
-    n = (len(buf) - head) // size
-    records = np.frombuffer(buf, dtype=dtype, count=n, offset=head)
-    decoded = Decoded(records, stream, head)
+    end = total - (0 if head else rest)  # stream bytes [head, end) hold whole records
+    chunks: list[np.ndarray] = []
+    carry = b""  # bytes of a record that started in an earlier slice
+    pos = 0  # stream offset of the current slice's first byte
+    for path, fsize in zip(stream.paths, sizes):
+        lo, hi = max(head, pos), min(end, pos + fsize)
+        if hi > lo:
+            m = _map(path, fsize)
+            a = lo - pos
+            if carry:
+                need = size - len(carry)
+                take = min(need, hi - lo)
+                carry += m[a:a + take].tobytes()
+                a += take
+                if len(carry) == size:
+                    chunks.append(np.frombuffer(carry, dtype=dtype))
+                    carry = b""
+            n_whole = (hi - pos - a) // size
+            if n_whole:
+                chunks.append(np.ndarray((n_whole,), dtype=dtype, buffer=m, offset=a))
+            b = a + n_whole * size
+            if hi - pos > b:
+                carry += m[b:hi - pos].tobytes()
+        pos += fsize
+    decoded = Decoded(chunks, stream, head, dtype)
     if host:
         check_stream(decoded)
     return decoded
 
 
 def check_stream(decoded: Decoded) -> None:
-    """Validate magic/level; re-raise with the exact slice file and offset of the bad record."""
-    try:
-        check_host_records(decoded.records, "<stream>", 0)
-    except CorruptRecordError as err:
-        index = err.offset // decoded.records.dtype.itemsize
-        path, off = decoded.where(index)
-        raise CorruptRecordError(path, off, err.reason) from None
+    """Validate magic/level chunk by chunk; raise with the exact slice file and offset."""
+    index = 0
+    for chunk in decoded.chunks:
+        try:
+            check_host_records(chunk, "<stream>", 0)
+        except CorruptRecordError as err:
+            path, off = decoded.where(index + err.offset // decoded.itemsize)
+            raise CorruptRecordError(path, off, err.reason) from None
+        index += len(chunk)

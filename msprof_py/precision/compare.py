@@ -117,6 +117,7 @@ class CompareResult:
     nodes: list[NodeResult]
     warnings: WarningLog
     outputs: list[Path]
+    files: dict[str, tuple[Path, Path]] = field(default_factory=dict)  # npu node -> (npu file, cpu file)
 
     @property
     def compared(self) -> list[NodeResult]:
@@ -290,7 +291,8 @@ def compare_dump(dump_path: str | None, opts: CompareOptions, *, cpu_dir: str | 
         for n in todo:
             work(n)
     outputs = _write(result_dir, nodes, opts, op_config_path, npu_file, cpu_file, warnings, user_map, fusion)
-    return CompareResult(root, nodes, warnings, outputs)
+    files = {n.npu_node: (npu_file[n.npu_node], cpu_file[n.cpu_node]) for n in nodes if n.cpu_node is not None}
+    return CompareResult(root, nodes, warnings, outputs, files)
 
 
 def _check_user_map(m: dict[str, str], cpu_file: dict, npu_file: dict) -> dict[str, str]:

@@ -8,7 +8,9 @@ Files written (besides the tensors, see :mod:`dumpdir`), all under ``result/``:
   ``compare`` sorts its rows by it.  Times come from the cost model when one is given, else 0.
 - ``consumer_map_dict.file``: the reference (CPU) model's node -> consumer nodes, as JSON
   (the seed's tool pickles it; JSON cannot execute code when read).
-- ``check_skip.log``: ops that were not dumped, with the reason.
+- ``check_skip.log``: ops that were not dumped, with the reason.  ``concate_skip.log`` is
+  written empty: tensors are dumped whole, there are no dump slices to concatenate (and no
+  ``dump_data/`` hex stage, which the seed's tool converts into ``npu/``).
 - ``graph_npu.json`` / ``graph_cpu.json``: the two graphs (fusion record for name mapping and
   the isolation re-run); ``run.json``: provenance (``simulated: true``, seed, precision
   policy, injected faults).  ``fault_injection.log`` lists injected faults, if any.
@@ -87,6 +89,7 @@ def run_and_dump(cpu_graph: Graph, dump_path: str | None, *, npu_graph: Graph | 
     dumpdir.write_text_atomic(result / "consumer_map_dict.file", graphio.dump_json(consumer_map(cpu_graph)).decode())
     dumpdir.write_text_atomic(result / "check_skip.log",
                               "".join(f"{name}: {why}\n" for name, why in (*npu.skipped, *cpu.skipped)))
+    dumpdir.write_text_atomic(result / "concate_skip.log", "")
     dumpdir.write_text_atomic(result / "graph_npu.json", graphio.dump_json(graphio.graph_to_dict(npu_graph)).decode())
     dumpdir.write_text_atomic(result / "graph_cpu.json", graphio.dump_json(graphio.graph_to_dict(cpu_graph)).decode())
     run_meta = {"simulated": True, "msprof_py_version": __version__, "seed": seed,

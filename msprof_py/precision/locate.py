@@ -16,6 +16,8 @@ The seed's method, in execution order:
    computation error, and the next candidate is tried.
 3. Verdict: ``computation error`` at the first confirmed candidate; else ``accumulated error``
    when some node fails the tolerances; else ``no error``.
+4. Evidence only (the seed's third sign): whether a candidate's error sits in one half of an
+   axis (``uneven_axis``), e.g. the second half of H.
 
 Without the graphs (dumps from elsewhere) step 2 is impossible and the verdict says it rests
 on the heuristics alone.  The thresholds are heuristics; they are recorded in locate.json.
@@ -32,7 +34,7 @@ import orjson
 
 from msprof_py.precision import dumpdir, graphio
 from msprof_py.precision.compare import CompareResult, NodeResult
-from msprof_py.precision.metrics import compare_tensors
+from msprof_py.precision.metrics import compare_tensors, sanitize
 
 JUMP_FACTOR = 10.0
 MRE_FLOOR = 1e-3  # about two fp16 ulps: below this an error is rounding, not a signal
@@ -40,6 +42,7 @@ MRE_MIN = 0.05
 PEARSON_IN = 0.9
 PEARSON_DROP = 0.2
 LOCAL_SHARE = 0.5
+UNEVEN_RATIO = 10.0
 
 
 @dataclass
@@ -53,6 +56,32 @@ class Candidate:
     e_local: float | None = None
     e_cum: float | None = None
     confirmed: bool | None = None  # None: could not re-run
+    uneven: str = ""  # the seed's third sign: error concentrated in one half of an axis
+
+
+def uneven_axis(npu: np.ndarray, ref: np.ndarray, ratio: float = UNEVEN_RATIO) -> str:
+    """The seed's distribution check: for each axis of length >= 2, the mean absolute error of
+    its first and second half.  Returns e.g. ``"axis 2: second half 35x the first"`` for the
+    most uneven axis when the ratio reaches ``ratio``, else ""."""
+    if npu.size != ref.size or ref.ndim == 0:
+        return ""
+    n, _, _ = sanitize(npu)
+    r, _, _ = sanitize(ref)
+    ad = np.abs(n - r).reshape(ref.shape)
+    best, text = 0.0, ""
+    for ax, size in enumerate(ref.shape):
+        if size < 2:
+            continue
+        a = np.take(ad, range(size // 2), axis=ax).mean()
+        b = np.take(ad, range(size // 2, size), axis=ax).mean()
+        lo, hi = min(a, b), max(a, b)
+        q = hi / lo if lo > 0 else (np.inf if hi > 0 else 1.0)
+        if q > best:
+            best = q
+            which, other = ("second", "first") if b > a else ("first", "second")
+            text = (f"axis {ax}: error only in the {which} half" if np.isinf(q)
+                    else f"axis {ax}: {which} half {q:.3g}x the {other}")
+    return text if best >= ratio else ""
 
 
 @dataclass
@@ -74,6 +103,8 @@ class Location:
             how = (f"isolated re-run on CPU inputs keeps the error: e_local={c.e_local:.4g}, e_cum={c.e_cum:.4g}"
                    if c.confirmed else "heuristics only: no graph to re-run the op")
             lines.append(f"error starts at: {self.error_node} ({c.why}); verdict: computation error ({how})")
+            if c.uneven:
+                lines.append(f"error distribution of {self.error_node}: uneven along {c.uneven}")
         elif self.verdict == "accumulated error":
             unconf = [c.node for c in self.candidates if c.confirmed is False]
             extra = f"; jumps at {', '.join(unconf)} vanish when re-run on CPU inputs" if unconf else ""
@@ -91,7 +122,8 @@ class Location:
             "rerun_possible": self.rerun_possible, "faults_injected": self.faults_injected,
             "candidates": [c.__dict__ for c in self.candidates],
             "thresholds": {"jump_factor": JUMP_FACTOR, "mre_floor": MRE_FLOOR, "mre_min": MRE_MIN,
-                           "pearson_in": PEARSON_IN, "pearson_drop": PEARSON_DROP, "local_share": LOCAL_SHARE},
+                           "pearson_in": PEARSON_IN, "pearson_drop": PEARSON_DROP, "local_share": LOCAL_SHARE,
+                           "uneven_ratio": UNEVEN_RATIO},
             "mre": "mean(|npu-ref| / max(|ref|, atol))",
         }
 
@@ -127,7 +159,11 @@ def locate(res: CompareResult) -> Location:
         if r_in >= PEARSON_IN and r <= r_in - PEARSON_DROP:
             why.append(f"Pearson {r_in:.3f} -> {r:.3f}")
         if why:
-            cands.append(Candidate(n.npu_node, mre_in, mre, r_in, r, "; ".join(why)))
+            c = Candidate(n.npu_node, mre_in, mre, r_in, r, "; ".join(why))
+            if n.npu_node in res.files:
+                npu_p, cpu_p = res.files[n.npu_node]
+                c.uneven = uneven_axis(dumpdir.load_tensor(npu_p), dumpdir.load_tensor(cpu_p))
+            cands.append(c)
 
     can_rerun = npu_graph is not None and cpu_graph is not None and "seed" in run
     loc = Location(first, "no error", None, cands, can_rerun, list(run.get("faults", [])))
@@ -207,6 +243,6 @@ class _Rerun:
                 self.values.update(got)
                 missing -= set(got)
         outs = rerun_isolated(op, self.values, faults=self.faults, originals=self.originals)
-        ref = dumpdir.load_tensor(self.res.root / "cpu" / f"{dumpdir.node_file_name(node.cpu_node)}.npy")
+        ref = dumpdir.load_tensor(self.res.files[node.npu_node][1])
         local = compare_tensors(outs[0].reshape(ref.shape), ref, node.atol, node.rtol, 0)
         return local.mre, node.cmp.mre

@@ -294,10 +294,13 @@ def _call(op: Op, ins: list, side: Side, faults: dict[str, Fault], decl: list[Te
 
 def check_faults(faults: tuple[Fault, ...], npu_graph: Graph) -> None:
     """Every fault must name an NPU op or an original op inside a fused one."""
-    names = {op.name for op in npu_graph.ops} | {n for op in npu_graph.ops for n in op.fused_from}
+    fwd = [op for op in npu_graph.ops if is_forward(op)]
+    names = {op.name for op in fwd} | {n for op in fwd for n in op.fused_from}
     for f in faults:
         if f.op not in names:
-            raise WorkloadError(f"fault names op {f.op!r}, which is not in graph {npu_graph.name!r}")
+            where = ("a backward/update op, which the numeric run does not execute"
+                     if any(op.name == f.op for op in npu_graph.ops) else f"not in graph {npu_graph.name!r}")
+            raise WorkloadError(f"fault names op {f.op!r}: {where}")
 
 
 def rerun_isolated(op: Op, cpu_values: dict[str, np.ndarray], *, faults: tuple[Fault, ...] = (),

@@ -131,3 +131,30 @@ def check_host_records(records: np.ndarray, path: str | os.PathLike[str], base_o
         i = int(np.argmax(bad_level))
         raise CorruptRecordError(path, base_offset + i * records.dtype.itemsize,
                                  f"unknown report level {int(records['level'][i])}")
+
+
+def concat_records(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """Concatenate record arrays of one padded dtype byte for byte.
+
+    ``np.concatenate`` on structured dtypes with gaps (e.g. task_track: 52 bytes of fields in a
+    64-byte record) silently returns a *packed* dtype and drops the gaps; this keeps the layout.
+    """
+    if not parts:
+        raise ValueError("no record arrays to concatenate")
+    dtype = parts[0].dtype
+    raw = [np.ascontiguousarray(p).view(np.uint8).reshape(-1, dtype.itemsize) for p in parts]
+    return np.ascontiguousarray(np.concatenate(raw)).view(dtype).ravel()
+
+
+def _opaque(records: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(records).view(np.dtype((np.void, records.dtype.itemsize)))
+
+
+def take_records(records: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``records[index]`` keeping every byte (numpy does not copy a padded dtype's gap bytes)."""
+    return _opaque(records)[index].view(records.dtype)
+
+
+def tile_records(records: np.ndarray, reps: int) -> np.ndarray:
+    """``np.tile(records, reps)`` keeping every byte."""
+    return np.tile(_opaque(records), reps).view(records.dtype)

@@ -15,6 +15,8 @@ _PREFIX = [("resv0", "u1", 0), ("func_type", "u1", 1), ("resv1", "<u2", 2), ("re
            ("timestamp", "<u8", 8)]
 
 PREFIX_DTYPE = packed_dtype(_PREFIX, RECORD_SIZE)
+# every byte covered (the body opaque): safe to copy, index and concatenate mixed kinds
+RAW_DTYPE = packed_dtype(_PREFIX + [("body", "V24", 16)], RECORD_SIZE)
 STEP_TRACE_DTYPE = packed_dtype(
     _PREFIX + [("index_id", "<u8", 16), ("model_id", "<u8", 24), ("stream_id", "<u2", 32),
                ("task_id", "<u2", 34), ("tag_id", "<u2", 36), ("resv3", "<u2", 38)],

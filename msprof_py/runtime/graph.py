@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DTYPE_BYTES: dict[str, int] = {"FLOAT16": 2, "BF16": 2, "FLOAT": 4, "DOUBLE": 8, "INT8": 1, "UINT8": 1,
-                               "INT16": 2, "INT32": 4, "INT64": 8, "UINT64": 8, "BOOL": 1}
+                               "INT16": 2, "UINT16": 2, "INT32": 4, "UINT32": 4, "INT64": 8, "UINT64": 8,
+                               "BOOL": 1}
 # GE task types an op can run as (node_basic_info.GE_TASK_TYPES names)
 TASK_TYPES = ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL")
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -25,7 +26,9 @@ def _sim() -> Sim:
         from tests.collect.fake_sim import fake_run
 
         return Sim(fake_run, "tiny", False)
-    return Sim(run, workloads.get_workload("resnet50", batch=4), True)
+    # the user stream starts 3 tasks before the 16-bit wrap (as if used before profiling began),
+    # so even a 2-iteration run wraps and writes FLIP_TASK / TaskFlip records
+    return Sim(functools.partial(run, task_id_start=65533), workloads.get_workload("resnet50", batch=4), True)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ def _fixture_module():
 
 
 def random_prof(out: Path, seed: int, n_static: int, replays: int, n_dyn: int, start_id: int,
-                p_drop: float, n_extra: int) -> Path:
+                p_drop: float, n_extra: int, late_zero: bool = False) -> Path:
     """A PROF dir with a static model (``n_static`` ops replayed ``replays`` times), ``n_dyn``
     single ops on streams 2/3 whose task ids start at ``start_id`` (wrapping with flips on both
     sides), device logs dropped with probability ``p_drop`` and ``n_extra`` device-only tasks."""
@@ -61,27 +61,40 @@ def random_prof(out: Path, seed: int, n_static: int, replays: int, n_dyn: int, s
             t = d + 100 * us
     next_id = {2: start_id, 3: (start_id + 7) % 65536}
     flips = {2: 0, 3: 0}
+    pending = {2: False, 3: False}  # late_zero: id 0 was taken before the runtime's flip record
     dev_t = {2: t + 50 * us, 3: t + 50 * us}
+
+    def flip(stream: int, thread: int, flip_task: int) -> None:
+        nonlocal t
+        b.api(LEVEL_RUNTIME, m.RT_API["FlipTask"], thread, t, t + 5 * us, 0)
+        b.task(thread, t + 2 * us, stream, flip_task, "FLIP_TASK", batch=flips[stream])
+        b.dev_flip(dev_t[stream], stream, flips[stream], flip_task)
+        dev_t[stream] += 5 * us
+        t += 10 * us
+
     for i in range(n_dyn):
         stream = int(rng.integers(2, 4))
         thread = int(rng.choice([1001, 1002]))
         task = next_id[stream]
         b.api(LEVEL_ACL, m.ACL["aclnnAdd"], thread, t, t + 90 * us, 0)
         m.launch_op(b, thread, t + 5 * us, f"d{i}", "Add", "AI_VECTOR_CORE", "KERNEL_AIVEC", stream=stream, task=task,
-                    static=False, batch=flips[stream])
+                    static=False, batch=flips[stream] + (1 if pending[stream] else 0))
         start = max(dev_t[stream], t + 60 * us)
         if rng.random() >= p_drop:
             b.stars(stream, task, start, start + int(rng.integers(1, 30)) * us, sqe=2)
         dev_t[stream] = start + 40 * us
         t += 100 * us
         next_id[stream] = (task + 1) % 65536
-        if next_id[stream] == 0:  # wrap: the runtime flips; host and device both record it
+        if pending[stream]:  # the flip record arrives after task 0: flip task id is 1
+            pending[stream] = False
             flips[stream] += 1
-            b.api(LEVEL_RUNTIME, m.RT_API["FlipTask"], thread, t, t + 5 * us, 0)
-            b.task(thread, t + 2 * us, stream, 0, "FLIP_TASK", batch=flips[stream])
-            b.dev_flip(dev_t[stream], stream, flips[stream], 0)
-            dev_t[stream] += 5 * us
-            t += 10 * us
+            flip(stream, thread, 1)
+        elif next_id[stream] == 0:  # wrap: the runtime flips; host and device both record it
+            if late_zero:
+                pending[stream] = True
+            else:
+                flips[stream] += 1
+                flip(stream, thread, 0)
     for j in range(n_extra):
         b.stars(9, j, t + j * 20 * us, t + j * 20 * us + 10 * us, sqe=4)
     return m.write_builder(b, out)

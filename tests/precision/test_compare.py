@@ -152,3 +152,17 @@ def test_missing_directories(short_dir):
     (short_dir / "cpu").mkdir()
     with pytest.raises(InvalidPathError, match="holds no .npy"):
         compare_dump(str(short_dir), CompareOptions())
+
+
+def test_same_seed_same_bytes(short_dir):
+    from msprof_py.precision.locate import locate
+    from msprof_py.precision.numerics import Fault
+
+    outs = []
+    for name in ("a", "b"):
+        d = short_dir / name
+        run_and_dump(tiny_cnn(), str(d), seed=11, faults=(Fault("fc", "overflow"),))
+        locate(compare_dump(str(d), CompareOptions(show_graph=True)))
+        outs.append({p.relative_to(d): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()})
+    assert outs[0].keys() == outs[1].keys() and len(outs[0]) > 30
+    assert outs[0] == outs[1]

@@ -62,6 +62,8 @@ def test_flags_accept_the_seed_spelling_and_bare_flags(short_dir):
     (["--dump_path", "/tmp", "--min_bins", "200"], None, 1, "--min_bins"),
     (["--dump_path", "/tmp", "--map_node_dict", "{bad"], None, 1, "not a JSON object"),
     (["--dump_path", "/tmp", "--inject", "op=fc"], None, 1, "need --workload or --graph"),
+    (["--dump_path", "/tmp", "--dump_op_perf", "1"], None, 1, "--dump_op_perf needs --workload"),
+    (["--dump_path", "/tmp", "--workload", "x", "--graph", "y"], None, 1, "not both"),
 ])
 def test_bad_input_is_a_clear_error(args, env, code, msg):
     r = invoke(*args, env=env)

@@ -67,3 +67,25 @@ def test_without_graphs_the_verdict_rests_on_heuristics(short_dir):
     loc = locate(res)
     assert not loc.rerun_possible and loc.error_node == "fc5_bias5_gelu5"
     assert "heuristics only" in loc.summary()
+
+
+def test_uneven_error_distribution_is_reported():
+    import numpy as np
+
+    from msprof_py.precision.locate import uneven_axis
+
+    ref = np.ones((2, 3, 8, 4))
+    npu = ref.copy()
+    npu[:, :, 4:, :] += 0.5  # second half of H wrong
+    assert uneven_axis(npu, ref) == "axis 2: error only in the second half"
+    npu[:, :, :4, :] += 0.01
+    assert uneven_axis(npu, ref) == "axis 2: second half 50x the first"
+    npu2 = ref + 0.01  # evenly spread error
+    assert uneven_axis(npu2, ref) == ""
+
+
+def test_wrong_result_fault_shows_its_uneven_distribution(short_dir):
+    _, loc = run(short_dir, deep_mlp(layers=8), (Fault("fc5"),))
+    c = next(c for c in loc.candidates if c.node == loc.error_node)
+    assert c.uneven.startswith("axis 0: second half")  # the fault negates the tail half of the rows
+    assert "uneven along axis 0" in loc.summary()

@@ -106,3 +106,35 @@ def test_vectorised_metrics_match_a_naive_loop():
     assert c.max_abs_err == pytest.approx(max(abs(n[i] - ref[i]) for i in errs))
     assert c.mean_rel_total == pytest.approx(sum(rels) / len(rels))
     assert c.pearson == pytest.approx(float(np.corrcoef(n, ref)[0, 1]))
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra.numpy import arrays  # noqa: E402
+
+_special = st.sampled_from([0.0, np.nan, np.inf, -np.inf])
+_f16 = st.one_of(st.floats(-6e4, 6e4, width=16), _special)
+_f32 = st.one_of(st.floats(-1e5, 1e5, width=32), _special)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float16, st.integers(1, 40), elements=_f16), st.data())
+def test_property_matches_a_naive_element_loop(npu, data):
+    ref = data.draw(arrays(np.float32, npu.shape, elements=_f32))
+    atol = data.draw(st.sampled_from([0.0, 0.005, 1.0]))
+    rtol = data.draw(st.sampled_from([0.0, 0.2, 1.0]))
+    c = compare_tensors(npu, ref, atol, rtol, diff_cnt=5)
+
+    def clean(x, dt):
+        mx = float(np.finfo(dt).max)
+        return [0.0 if math.isnan(v) else (mx if v == math.inf else -mx if v == -math.inf else float(v)) for v in x]
+
+    n, r = clean(npu.tolist(), np.float16), clean(ref.tolist(), np.float32)
+    errs = [i for i in range(len(n)) if abs(n[i] - r[i]) > atol and abs(n[i] - r[i]) > rtol * abs(r[i])]
+    assert c.errors == len(errs) and c.err_index.tolist() == errs[:5]
+    assert c.first_index == (errs[0] if errs else -1)
+    assert c.npu_nan == sum(math.isnan(v) for v in npu.tolist())
+    assert c.npu_inf == sum(math.isinf(v) for v in npu.tolist())
+    if errs:
+        assert c.max_abs_err == max(abs(n[i] - r[i]) for i in errs)
+    assert 0 <= c.errors <= c.total == len(n)

@@ -122,6 +122,10 @@ def test_bad_fault_specs():
         nm.parse_fault("kind=overflow")
     with pytest.raises(WorkloadError, match="not in graph"):
         nm.check_faults((nm.Fault("nope"),), tiny_cnn())
+    g = tiny_cnn()
+    g.ops[-1].phase = "bp"
+    with pytest.raises(WorkloadError, match="backward"):
+        nm.check_faults((nm.Fault("prob"),), g)
     assert nm.parse_fault("op=fc,kind=overflow,scale=10") == nm.Fault("fc", "overflow", 10.0)
 
 

@@ -80,3 +80,12 @@ def test_cli_runs_a_user_graph_file(short_dir):
     r = CliRunner().invoke(cli, ["compare", "--dump_path", str(short_dir / "e"), "--graph", str(graph),
                                  "--param", "layers=3"])
     assert r.exit_code == 1 and "only --param batch" in r.output
+
+
+def test_dump_op_perf_1_writes_only_performance_data(short_dir):
+    d = short_dir / "d"
+    r = CliRunner().invoke(cli, ["compare", "--dump_path", str(d), "--workload", "single_op", "--param", "batch=4",
+                                 "--param", "size=64"], env={"DUMP_OP_PERF": "1"})
+    assert r.exit_code == 0, r.output
+    assert (d / "result" / "op_perf.csv").is_file() and (d / "result" / "perf").is_dir()
+    assert not list((d / "npu").glob("*.npy")) and not (d / "result" / "cpu_vs_npu.csv").exists()

@@ -55,18 +55,21 @@ def decode(parts: HostParts, warnings: WarningLog) -> dict[str, np.ndarray]:
     s_idx = ev[order[is_start]]
     e_idx = ev[order[np.flatnonzero(is_start) + 1]]
 
-    a_idx = np.flatnonzero(api)
-    idx = np.concatenate([a_idx, s_idx])
-    out = {
-        "level": level[idx],
-        "type": typ[idx],
-        "thread_id": thread[idx],
-        "item_id": item[idx],
-        "start": begin[idx],
-        "end": np.concatenate([end[a_idx], begin[e_idx]]),
-        "request_id": np.concatenate([np.full(len(a_idx), -1, np.int64), req[s_idx].astype(np.int64)]),
-        "connection_id": conn[idx],
-        "is_event": np.concatenate([np.zeros(len(a_idx), bool), np.ones(len(s_idx), bool)]),
+    # output rows in file order (connection id order): APIs and the start event of each pair
+    sel = api.copy()
+    sel[s_idx] = True
+    rows = np.flatnonzero(sel)
+    end_src = end.copy()
+    end_src[s_idx] = begin[e_idx]
+    ev_rows = is_event[rows]
+    return {
+        "level": level[rows],
+        "type": typ[rows],
+        "thread_id": thread[rows],
+        "item_id": item[rows],
+        "start": begin[rows],
+        "end": end_src[rows],
+        "request_id": np.where(ev_rows, req[rows].astype(np.int64), -1),
+        "connection_id": conn[rows],
+        "is_event": ev_rows,
     }
-    order2 = np.argsort(out["connection_id"], kind="stable")
-    return {k: v[order2] for k, v in out.items()}

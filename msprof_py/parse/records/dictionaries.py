@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
-from msprof_py.parse.reader import Stream, read_bytes
+from msprof_py.parse.reader import Stream
 from msprof_py.raw import hash_dic
 
 
@@ -53,12 +53,13 @@ class Dictionaries:
 
 
 def _resolve(values: np.ndarray, lookup) -> pd.Categorical:
-    uniq, inverse = np.unique(np.asarray(values), return_inverse=True)
-    names = [lookup(int(u)) for u in uniq]  # one Python call per distinct value, not per record
-    cats, codes_of_uniq = np.unique(np.array(names, dtype=object), return_inverse=True) if names else (
-        np.array([], dtype=object), np.array([], dtype=np.int64))
-    codes = codes_of_uniq[inverse] if len(uniq) else np.array([], dtype=np.int64)
-    return pd.Categorical.from_codes(codes.astype(np.int32), categories=pd.Index(cats.astype(str)))
+    """Hash-based factorize (O(n)), one Python lookup per distinct value, then codes remapped
+    onto the distinct names (two hashes may name the same string)."""
+    codes, uniq = pd.factorize(np.asarray(values), sort=False)
+    names = [lookup(int(u)) for u in uniq]
+    from msprof_py.parse.cats import from_codes
+
+    return from_codes(codes, names)
 
 
 def _text(path) -> str:

@@ -17,18 +17,18 @@ class HostParts:
     parts: list[Decoded]
 
     def col(self, name: str, dtype=None) -> np.ndarray:
-        arrays = [p.records[name] for p in self.parts]
+        arrays = [p.field(name) for p in self.parts]
         if not arrays:
             return np.zeros(0, dtype=dtype or np.int64)
-        out = np.concatenate(arrays) if len(arrays) > 1 else np.array(arrays[0])
+        out = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
         return out.astype(dtype, copy=False) if dtype is not None else out
 
     def aging(self) -> np.ndarray:
-        return np.concatenate([np.full(len(p.records), bool(p.stream.aging)) for p in self.parts]) \
+        return np.concatenate([np.full(len(p), bool(p.stream.aging)) for p in self.parts]) \
             if self.parts else np.zeros(0, bool)
 
     def __len__(self) -> int:
-        return sum(len(p.records) for p in self.parts)
+        return sum(len(p) for p in self.parts)
 
 
 def load_parts(streams: dict[tuple[str, bool], Stream], tag: str, dtype: np.dtype,

@@ -7,7 +7,8 @@ block num = high 16 bits x low 16 bits.  op_flag bit 0 = HF32 eligible.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+
+from msprof_py.parse import cats
 
 from msprof_py.parse.records.dictionaries import Dictionaries
 from msprof_py.parse.records.host_common import HostParts
@@ -19,21 +20,16 @@ def decode(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
     low = (block & 0xFFFF).astype(np.int64)
     high = (block >> 16).astype(np.int64)
     ge = parts.col("task_type", np.uint32)
-    ge_names = np.array([GE_TASK_TYPES.get(int(v), str(int(v))) for v in np.unique(ge)], dtype=object)
-    ge_cat = pd.Categorical.from_codes(np.searchsorted(np.unique(ge), ge).astype(np.int32),
-                                       categories=pd.Index(ge_names).astype(str)) if len(ge) else pd.Categorical([])
+    uniq, inv = np.unique(ge, return_inverse=True)
+    ge_cat = cats.from_codes(inv, [GE_TASK_TYPES.get(int(v), str(int(v))) for v in uniq])
     return {
         "thread_id": parts.col("thread_id", np.uint32),
         "timestamp": parts.col("timestamp", np.uint64),
         "op_name": dicts.resolve_hash(parts.col("op_name", np.uint64)),
-        "task_type": _dedupe(ge_cat),
+        "task_type": ge_cat,
         "op_type": dicts.resolve_hash(parts.col("op_type", np.uint64)),
         "block_num": low,
         "mix_block_num": high * low,
-        "hf32_eligible": np.where(parts.col("op_flag", np.uint32) & 1, "YES", "NO"),
-        "op_state": np.where(parts.aging(), "dynamic", "static"),
+        "hf32_eligible": cats.from_codes((parts.col("op_flag", np.uint32) & 1).astype(np.int32), ["NO", "YES"]),
+        "op_state": cats.from_codes(parts.aging().astype(np.int32), ["static", "dynamic"]),
     }
-
-
-def _dedupe(cat: pd.Categorical) -> pd.Categorical:
-    return pd.Categorical(np.asarray(cat, dtype=object)) if len(set(cat.categories)) != len(cat.categories) else cat

@@ -13,33 +13,40 @@ import pandas as pd
 
 from msprof_py.errors import WarningLog
 from msprof_py.parse.keys import group_codes, last_le
+from msprof_py.parse.reader import Decoded
 from msprof_py.raw import stars_soc as raw
 from msprof_py.raw.common import INVALID_U32
 
 
-def decode(records: np.ndarray, warnings: WarningLog, where: str) -> dict[str, np.ndarray]:
+def decode(dec: Decoded, warnings: WarningLog, where: str) -> dict[str, np.ndarray]:
     """Device tasks: stream_id, task_id, context_id, start, end (syscnt), device_task_type (categorical).
 
-    Rows are sorted by start time."""
-    word0 = records["word0"]
+    Logs without the STARS magic 0x6BD3 are dropped with a warning (msprof counts and skips
+    them).  Rows are sorted by start time."""
+    magic = dec.field("resv0")
+    bad = magic != raw.MAGIC
+    if bad.any():
+        path, off = dec.where(int(np.argmax(bad)))
+        warnings.warn(f"{path}: byte {off}: {int(bad.sum())} STARS log(s) without the magic number "
+                      f"0x{raw.MAGIC:04X} dropped (first one here)")
+    word0 = dec.field("word0")
     func = raw.func_type(word0)
     acsq = (func == raw.FUNC_ACSQ_START) | (func == raw.FUNC_ACSQ_END)
     ffts = (func == raw.FUNC_FFTS_START) | (func == raw.FUNC_FFTS_END)
-    stream, task = raw.physical_ids(records["stream_id"], records["task_id"])
-    ffts_view = records.view(raw.FFTS_DTYPE) if len(records) else np.zeros(0, raw.FFTS_DTYPE)
-    ctx = np.where(ffts, ffts_view["sub_task_id"].astype(np.int64), INVALID_U32)
-    sqe = raw.sqe_type(word0).astype(np.int64)
-    sub = (ffts_view["sub_task_type"] & 0xFF).astype(np.int64)
-    # type code space: ACSQ sqe types as-is, FFTS sub-task types offset by 1000
-    tcode = np.where(ffts, 1000 + sub, sqe)
-    is_start = (func == raw.FUNC_ACSQ_START) | (func == raw.FUNC_FFTS_START)
-    keep = acsq | ffts
-    other = int((~keep).sum())
+    keep = (acsq | ffts) & ~bad
+    other = int((~(acsq | ffts) & ~bad).sum())
     if other:
         warnings.warn(f"{where}: {other} STARS log(s) of other kinds (block/PMU logs) not used for task times")
     idx = np.flatnonzero(keep)
-    return pair(stream[idx], task[idx], ctx[idx], records["timestamp"][idx], is_start[idx], tcode[idx],
-                warnings, where)
+    stream, task = raw.physical_ids(dec.field("stream_id")[idx], dec.field("task_id")[idx])
+    ffts = ffts[idx]
+    ctx = np.where(ffts, dec.field("sub_task_id", raw.FFTS_DTYPE)[idx].astype(np.int64), INVALID_U32)
+    sub = (dec.field("sub_task_type", raw.FFTS_DTYPE)[idx] & 0xFF).astype(np.int64)
+    # type code space: ACSQ sqe types as-is, FFTS sub-task types offset by 1000
+    tcode = np.where(ffts, 1000 + sub, raw.sqe_type(word0[idx]).astype(np.int64))
+    f = func[idx]
+    is_start = (f == raw.FUNC_ACSQ_START) | (f == raw.FUNC_FFTS_START)
+    return pair(stream, task, ctx, dec.field("timestamp")[idx], is_start, tcode, warnings, where)
 
 
 def pair(stream, task, ctx, ts, is_start, tcode, warnings: WarningLog, where: str) -> dict[str, np.ndarray]:

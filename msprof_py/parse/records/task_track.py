@@ -38,7 +38,7 @@ def decode(parts: HostParts, dicts: Dictionaries) -> tuple[dict[str, np.ndarray]
         "stream_id": stream[keep],
         "task_id": task[keep],
         "batch_id": batch[keep],
-        "task_type": pd.Categorical(task_type[keep]).remove_unused_categories(),
+        "task_type": task_type[keep],
         "kernel_name": kernel,
         "num_blocks": parts.col("num_blocks", np.uint16)[keep],
     }

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from msprof_py.parse import cats
+
 from msprof_py.parse.records.dictionaries import Dictionaries
 from msprof_py.parse.records.host_common import HostParts
 from msprof_py.raw.tensor_info import DATA_TYPES, FORMATS, INPUT, MAX_TENSORS, OUTPUT
@@ -27,31 +29,49 @@ def decode(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
     thread = parts.col("thread_id", np.uint32)
     op_hash = parts.col("op_name", np.uint64)
     num = np.minimum(parts.col("tensor_num", np.uint32), MAX_TENSORS)
-    tensors = parts.col("tensors")
-    # identify distinct bodies by a 64-bit digest of (tensor_num, tensors)
-    body = np.ascontiguousarray(tensors).view(np.uint8).reshape(n, -1) if n else np.zeros((0, 220), np.uint8)
-    words = np.ascontiguousarray(body[:, : (body.shape[1] // 8) * 8]).view(np.uint64)
-    mult = (np.arange(words.shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
-    digest = (words * mult).sum(axis=1, dtype=np.uint64) ^ (num.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9))
-    uniq, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
-    strings = [_strings(tensors[i], int(num[i])) for i in first]  # per distinct body
-    cols = {f: np.array([s[k] for s in strings], dtype=object)[inverse] if n else np.zeros(0, object)
-            for k, f in enumerate(FIELDS)}
+    # identify distinct record bodies (tensor_num + tensors, bytes 32..256) by a 64-bit digest
+    # computed straight from the mapped slices, one 8-byte column at a time (no big temporaries)
+    digests, where = [], []
+    for p_i, part in enumerate(parts.parts):
+        for first_index, rows in part.byte_rows():
+            words = rows[:, 32:256]
+            h = np.full(len(rows), 0x84222325CBF29CE4, np.uint64)
+            for j in range(0, 224, 8):
+                h ^= words[:, j:j + 8].copy().view("<u8")[:, 0]
+                h *= np.uint64(0x100000001B3)
+                h ^= h >> np.uint64(29)
+            digests.append(h)
+            where.append((p_i, first_index, len(rows)))
+    digest = np.concatenate(digests) if digests else np.zeros(0, np.uint64)
+    inverse, uniq = pd.factorize(digest, sort=False)
+    first = np.full(len(uniq), -1, np.int64)
+    first[inverse[::-1]] = np.arange(n)[::-1]  # first row of each distinct body
+    strings = [_strings(_record(parts, i)["tensors"], int(num[i])) for i in first]  # per distinct body
+    cols = {f: cats.from_codes(inverse, [s[k] for s in strings]) for k, f in enumerate(FIELDS)}
     # merge consecutive records of one op (same thread, op, timestamp)
     cont = np.zeros(n, bool)
     if n > 1:
         cont[1:] = (ts[1:] == ts[:-1]) & (op_hash[1:] == op_hash[:-1]) & (thread[1:] == thread[:-1])
     if cont.any():
         group = np.cumsum(~cont) - 1
-        df = pd.DataFrame({f: cols[f] for f in FIELDS})
+        df = pd.DataFrame({f: np.asarray(cols[f], dtype=object) for f in FIELDS})
         df["g"] = group
         merged = df.groupby("g", sort=True).agg(lambda s: ";".join(x for x in s if x))
         head = ~cont
-        cols = {f: merged[f].to_numpy(dtype=object) for f in FIELDS}
+        cols = {f: pd.Categorical(merged[f].to_numpy(dtype=object)) for f in FIELDS}
         ts, thread, op_hash = ts[head], thread[head], op_hash[head]
     out = {"thread_id": thread, "timestamp": ts, "op_name": dicts.resolve_hash(op_hash)}
     out.update(cols)
     return out
+
+
+def _record(parts: HostParts, i: int) -> np.ndarray:
+    """Record ``i`` of the concatenated parts."""
+    for part in parts.parts:
+        if i < len(part):
+            return part.take(np.array([i]))[0]
+        i -= len(part)
+    raise IndexError(i)
 
 
 def _strings(rec: np.ndarray, num: int) -> tuple[str, ...]:

@@ -1,0 +1,103 @@
+"""Small helpers for string columns kept as pandas Categoricals end to end: rows are moved
+and combined through their integer codes, so no per-row Python string work happens."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def from_codes(codes: np.ndarray, categories) -> pd.Categorical:
+    """A Categorical from codes over possibly repeated category labels (merged)."""
+    labels = [str(c) for c in categories]
+    codes = np.asarray(codes)
+    if len(set(labels)) == len(labels):  # already distinct: use the codes as they are
+        return pd.Categorical.from_codes(codes.astype(np.int32, copy=False), categories=pd.Index(labels, dtype=object))
+    labels = np.asarray(labels, dtype=object)
+    if len(labels) == 0:
+        return pd.Categorical.from_codes(np.full(len(codes), -1, np.int32), categories=pd.Index([], dtype=object))
+    uniq, inv = np.unique(labels.astype(str), return_inverse=True)
+    codes = np.asarray(codes)
+    out = np.where(codes >= 0, inv[np.maximum(codes, 0)], -1).astype(np.int32)
+    return pd.Categorical.from_codes(out, categories=pd.Index(uniq, dtype=object))
+
+
+def const(value: str, n: int) -> pd.Categorical:
+    return pd.Categorical.from_codes(np.zeros(n, np.int32), categories=pd.Index([value], dtype=object))
+
+
+def take(cat: pd.Categorical, idx: np.ndarray, default: str) -> pd.Categorical:
+    """``cat[idx]`` where ``idx >= 0``, else ``default`` (also for missing values)."""
+    cats = list(cat.categories)
+    if default not in cats:
+        cats.append(default)
+    d = cats.index(default)
+    idx = np.asarray(idx)
+    src = np.asarray(cat.codes)
+    codes = np.full(len(idx), d, np.int32)
+    ok = idx >= 0
+    if len(src):
+        c = src[idx[ok]]
+        codes[ok] = np.where(c >= 0, c, d)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+
+
+def where(mask: np.ndarray, a: pd.Categorical, b: pd.Categorical) -> pd.Categorical:
+    """Row-wise ``a if mask else b`` for two categoricals of equal length."""
+    a_cats = list(a.categories)
+    pos = {c: i for i, c in enumerate(a_cats)}
+    extra = [c for c in b.categories if c not in pos]
+    cats = a_cats + extra
+    pos.update({c: len(a_cats) + i for i, c in enumerate(extra)})
+    remap = np.array([pos[c] for c in b.categories], dtype=np.int32)
+    bc = np.asarray(b.codes)
+    b_codes = np.where(bc >= 0, remap[np.maximum(bc, 0)] if len(remap) else -1, -1)
+    codes = np.where(mask, np.asarray(a.codes), b_codes).astype(np.int32)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+
+
+def isin(cat: pd.Categorical, values) -> np.ndarray:
+    """Row mask: category label in ``values``."""
+    hit = np.array([c in set(values) for c in cat.categories], dtype=bool)
+    codes = np.asarray(cat.codes)
+    return (codes >= 0) & (hit[np.maximum(codes, 0)] if len(hit) else False)
+
+
+def label_mask(cat: pd.Categorical, pred) -> np.ndarray:
+    """Row mask: ``pred(label)`` evaluated once per category."""
+    hit = np.array([bool(pred(c)) for c in cat.categories], dtype=bool)
+    codes = np.asarray(cat.codes)
+    return (codes >= 0) & (hit[np.maximum(codes, 0)] if len(hit) else False)
+
+
+def concat(parts: list[pd.Categorical]) -> pd.Categorical:
+    """Concatenate categoricals (union of their categories, codes remapped)."""
+    pos: dict[str, int] = {}
+    codes = []
+    for p in parts:
+        remap = np.array([pos.setdefault(str(c), len(pos)) for c in p.categories], dtype=np.int32)
+        pc = np.asarray(p.codes)
+        codes.append(np.where(pc >= 0, remap[np.maximum(pc, 0)] if len(remap) else -1, -1).astype(np.int32))
+    allc = np.concatenate(codes) if codes else np.zeros(0, np.int32)
+    return pd.Categorical.from_codes(allc, categories=pd.Index(list(pos), dtype=object))
+
+
+def frame(columns: dict) -> pd.DataFrame:
+    """A DataFrame over the given column arrays without copying or consolidating them."""
+    return pd.DataFrame(columns, copy=False)
+
+
+def normalize(df: pd.DataFrame) -> pd.DataFrame:
+    """Every categorical column: unused categories dropped, the rest sorted (a canonical form,
+    so the same data always gives the same codes whatever path built the column)."""
+    for c in df.columns:
+        if isinstance(df[c].dtype, pd.CategoricalDtype):
+            cat = df[c].array
+            codes = np.asarray(cat.codes)
+            labels = np.asarray(cat.categories, dtype=object)
+            used = np.unique(codes[codes >= 0])
+            order = np.argsort(labels[used].astype(str), kind="stable")
+            remap = np.full(len(labels), -1, np.int32)
+            remap[used[order]] = np.arange(len(used), dtype=np.int32)
+            new = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1).astype(np.int32)
+            df[c] = pd.Categorical.from_codes(new, categories=pd.Index(labels[used[order]].astype(str), dtype=object))
+    return df

@@ -1,0 +1,313 @@
+"""GE: turns a workload into a :class:`~msprof_py.runtime.program.Program` for one device.
+
+Static models (``aclmdlLoadFromFile`` + ``aclmdlExecute``): at load GE launches every node's
+task once (ACL ``aclmdlLoadFromFile`` > Model ``ModelLoad`` > Node ``launch`` > Runtime
+``KernelLaunch`` > task_track, with unaging node_basic_info / tensor_info / fusion_op_info /
+context_id_info and a graph_id_map); the device replays those same (stream, task id) every
+execution.  Each execution launches fresh tasks on the user stream: the input copies (H2D), the
+dynamic-shape ops at the head/tail of the graph (aging node_basic_info, op_state dynamic) and the
+output copies (D2H), inside a Model-level ``ModelExecute`` event pair whose requestId is the
+iteration's index_id.
+
+With several devices a training graph gets an ``hcom_allReduce_`` op on a communication stream
+after the last backward op (ring all-reduce of the weights' bytes, :mod:`msprof_py.runtime.hccl`);
+the update ops wait for it.
+
+Single-op mode: every op is an ``aclnnXxxGetWorkspaceSize`` + ``aclnnXxx`` pair launching a fresh
+task (aging records) every iteration.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from msprof_py.raw import (api_event, context_id_info, fusion_op_info, graph_id_map, memcpy_info,
+                           node_basic_info, task_track, tensor_info)
+from msprof_py.raw.common import (INVALID_U32, LEVEL_ACL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME, MODEL_EXECUTE,
+                                  MODEL_GRAPH_ID_MAP, MODEL_LOAD, NODE_BASIC_INFO, NODE_CONTEXT_ID_INFO,
+                                  NODE_FUSION_OP_INFO, NODE_LAUNCH, NODE_TENSOR_INFO)
+from msprof_py.raw.node_basic_info import GE_TASK_TYPE_IDS
+from msprof_py.runtime import apis, hccl, records
+from msprof_py.runtime.apis import Names
+from msprof_py.runtime.cost import OpCost, TuneChoice, memcpy_ns, op_cost
+from msprof_py.runtime.device import DeviceSpec
+from msprof_py.runtime.graph import Op, Tensor
+from msprof_py.runtime.program import PATCH_INDEX, PATCH_TASK, HostRows, Program, TaskInfo, Template
+from msprof_py.runtime.rts import (COMM_STREAM_OFFSET, FIRST_MODEL_STREAM, KERNEL_TYPES, MAX_MODEL_STREAM_TASKS,
+                                   MIX_CONTEXT_ID, USER_STREAM)
+from msprof_py.runtime.workloads import Workload
+
+H2D, D2H = 1, 2
+GRAPH_ID_BASE = 1
+
+
+def op_task_info(op: Op, cost: OpCost) -> TaskInfo:
+    host_type, sqe = KERNEL_TYPES[cost.task_type]
+    return TaskInfo(op.name, op.type, cost.task_type, host_type, sqe)
+
+
+class _Host:
+    """Collects one iteration's (or the load's) host records with sim-ns timestamps."""
+
+    def __init__(self, names: Names, thread: int, device_id: int) -> None:
+        self.n = names
+        self.thread = thread
+        self.device_id = device_id
+        self.rows: list[HostRows] = []
+
+    def add(self, tag: str, aging: bool, recs: np.ndarray, patch: int = 0, ref: int = -1) -> None:
+        self.rows.append(HostRows(tag, aging, recs, patch, np.full(len(recs), ref) if patch == PATCH_TASK else None))
+
+    def acl(self, name: str, begin: int, end: int) -> None:
+        self.add(api_event.FILE_TAG, True, records.api(LEVEL_ACL, self.n.acl(name), self.thread, begin, end, 0))
+
+    def rt_api(self, name: str, begin: int, end: int) -> None:
+        self.add(api_event.FILE_TAG, True,
+                 records.api(LEVEL_RUNTIME, self.n.rt_api(name), self.thread, begin, end, 0))
+
+    def task_track(self, ts: int, stream: int, task_id: int, batch: int, host_type: str, kernel: str,
+                   num_blocks: int, ref: int = -1) -> None:
+        recs = records.task_tracks(self.thread, ts, self.device_id, stream, max(task_id, 0), batch,
+                                   self.n.rt_task(host_type), self.n.h(kernel), num_blocks)
+        self.add(task_track.FILE_TAG, True, recs, PATCH_TASK if ref >= 0 else 0, ref)
+
+    def node_launch(self, t: int, op: Op, cost: OpCost, aging: bool, dynamic: bool, rt_api: str, stream: int,
+                    task_id: int, batch: int, ref: int = -1, dur: int = apis.NODE_LAUNCH_NS) -> int:
+        """Node@launch of one kernel op at host time ``t`` (its records inside); returns its end."""
+        n = self.n
+        name_h = n.h(op.name)
+        self.add(api_event.FILE_TAG, True,
+                 records.api(LEVEL_NODE, n.node(NODE_LAUNCH), self.thread, t, t + dur, name_h))
+        ti = t + apis.NODE_INFO_AT_NS
+        n.node(NODE_BASIC_INFO)
+        self.add(node_basic_info.FILE_TAG, aging, records.node_basic(
+            self.thread, ti, name_h, GE_TASK_TYPE_IDS[cost.task_type], n.h(op.type), cost.block_num_field,
+            int(op.attrs.get("hf32", 0)) & 1, 1 if dynamic else 0))
+        n.node(NODE_TENSOR_INFO)
+        self.add(tensor_info.FILE_TAG, aging, records.tensor_infos(self.thread, ti, name_h, op.inputs, op.outputs))
+        if op.fused_from:
+            n.node(NODE_FUSION_OP_INFO)
+            in_mem = sum(x.nbytes for x in op.inputs)
+            out_mem = sum(x.nbytes for x in op.outputs)
+            self.add(fusion_op_info.FILE_TAG, aging, records.fusion_op(
+                self.thread, ti, name_h, [n.h(f) for f in op.fused_from], in_mem, out_mem, 0, out_mem // 4))
+        if cost.task_type in ("MIX_AIV", "MIX_AIC"):
+            n.node(NODE_CONTEXT_ID_INFO)
+            self.add(context_id_info.FILE_TAG, aging, records.context_ids(self.thread, ti, name_h, [MIX_CONTEXT_ID]))
+        rt0 = t + apis.RT_LAUNCH_AT_NS
+        self.rt_api(rt_api, rt0, rt0 + int(apis.US * 6))
+        host_type = KERNEL_TYPES[cost.task_type][0]
+        # the runtime reports the launched kernel under the node's name (what op_summary shows)
+        self.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, task_id, batch, host_type, op.name, cost.block_dim, ref)
+        return t + dur
+
+    def memcpy(self, t: int, stream: int, nbytes: int, direction: int, ref: int) -> int:
+        self.rt_api("MemcpyAsync", t, t + apis.MEMCPY_API_NS)
+        ts = t + apis.TASK_TRACK_AT_NS
+        self.task_track(ts, stream, 0, 0, "MEMCPY_ASYNC", "MEMCPY_ASYNC", 0, ref)
+        self.add(memcpy_info.FILE_TAG, True, records.memcpy_infos(self.thread, ts, nbytes, direction))
+        return t + apis.MEMCPY_API_NS
+
+
+def _rt_api_for(cost: OpCost) -> str:
+    return "CpuKernelLaunch" if cost.task_type == "AI_CPU" else "KernelLaunch"
+
+
+def _costs(ops: list[Op], spec: DeviceSpec, tuning: dict[str, TuneChoice] | None) -> list[OpCost]:
+    tuning = tuning or {}
+    cache: dict[int, OpCost] = {}
+    out = []
+    for op in ops:
+        out.append(cache.setdefault(id(op), op_cost(op, spec, tuning.get(op.name))))
+    return out
+
+
+def _split_dynamic(ops: list[Op]) -> tuple[list[Op], list[Op], list[Op]]:
+    """Leading and trailing dynamic-shape ops run on the user stream every execution."""
+    lo, hi = 0, len(ops)
+    while lo < hi and ops[lo].dynamic:
+        lo += 1
+    while hi > lo and ops[hi - 1].dynamic:
+        hi -= 1
+    return ops[:lo], ops[lo:hi], ops[hi:]
+
+
+def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: int, spec: DeviceSpec,
+                 tuning: dict[str, TuneChoice] | None, names: Names, *, model_id: int | None = None,
+                 user_stream: int = USER_STREAM, first_model_stream: int = FIRST_MODEL_STREAM
+                 ) -> tuple[Program, list, int]:
+    """The static-model program for one device, its load-time host records and the load end (ns).
+
+    ``model_id`` defaults to ``1 + device_id``; model streams are numbered from ``first_model_stream``.
+    """
+    graph = wl.graph
+    model_id = 1 + device_id if model_id is None else model_id
+    head, body, tail = _split_dynamic(graph.ops)
+    costs = dict(zip(map(id, graph.ops), _costs(graph.ops, spec, tuning)))
+    with_hccl = wl.training and devices > 1
+    last_bp = max((i for i, op in enumerate(body) if op.phase == "bp"), default=len(body) - 1)
+
+    # ---- load: launch every static node once, static task ids per physical stream
+    load = _Host(names, thread, device_id)
+    load_ops_end = t0 + 3 * apis.US
+    phys: dict[int, int] = {}  # logical stream -> current physical stream
+    used: dict[int, int] = {}  # physical stream -> tasks on it
+    next_stream = first_model_stream + 1 + max((op.stream for op in body), default=0)
+    model_tasks: list[tuple] = []  # (kind, op or hccl subtask, stream, task id, prev-physical-last)
+    t = load_ops_end
+    comm_stream = first_model_stream + COMM_STREAM_OFFSET
+    allreduce = None
+    for i, op in enumerate(body):
+        cost = costs[id(op)]
+        s = phys.setdefault(op.stream, first_model_stream + op.stream)
+        split_from = None
+        if used.get(s, 0) >= MAX_MODEL_STREAM_TASKS:  # GE stream split: never wrap a model stream
+            split_from = s
+            s = phys[op.stream] = next_stream
+            next_stream += 1
+        tid = used.get(s, 0)
+        used[s] = tid + 1
+        t = load.node_launch(t, op, cost, aging=False, dynamic=op.dynamic, rt_api=_rt_api_for(cost), stream=s,
+                             task_id=tid, batch=0) + apis.OP_GAP_NS
+        model_tasks.append(("op", op, s, tid, split_from))
+        if with_hccl and i == last_bp:
+            allreduce = hccl.AllReduce.for_graph(graph, devices, device_id, spec)
+            tids = list(range(used.get(comm_stream, 0), used.get(comm_stream, 0) + len(allreduce.subtasks)))
+            used[comm_stream] = tids[-1] + 1
+            t = allreduce.load_records(load, t, comm_stream, tids) + apis.OP_GAP_NS
+            for sub, tid_ in zip(allreduce.subtasks, tids):
+                model_tasks.append(("hccl", sub, comm_stream, tid_, None))
+    load_end = t + 2 * apis.US
+    model_name_h = names.h(graph.name)
+    load.add(api_event.FILE_TAG, True,
+             records.api(LEVEL_MODEL, names.model(MODEL_LOAD), thread, t0 + apis.US, load_end - apis.US, model_id))
+    names.model(MODEL_GRAPH_ID_MAP)
+    load.add(graph_id_map.FILE_TAG, False,
+             records.graph_id(thread, t0 + 2 * apis.US, model_name_h, GRAPH_ID_BASE + device_id, model_id))
+    load.acl("aclmdlLoadFromFile", t0, load_end)
+    load_records = [(r.tag, r.aging, r.records) for r in load.rows]
+
+    # ---- one execution: host template and device task template
+    tmpl = Template()
+    host = _Host(names, thread, device_id)
+    c = apis.ACL_ENTER_NS
+    host.add(api_event.FILE_TAG, True,
+             records.event(LEVEL_MODEL, names.model(MODEL_EXECUTE), thread, c, 0, model_id), PATCH_INDEX)
+    c += apis.US
+    for x in graph.inputs:
+        ref = tmpl.add(stream=user_stream, fresh=True, dur_ns=memcpy_ns(x.nbytes, spec, "h2d"),
+                       submit_ns=c + apis.TASK_TRACK_AT_NS, info=_memcpy_info())
+        c = host.memcpy(c, user_stream, x.nbytes, H2D, ref) + apis.OP_GAP_NS
+    for op in head:
+        c = _fresh_op(tmpl, host, op, costs[id(op)], c, user_stream)
+    pre_model_last = len(tmpl) - 1
+    host.rt_api("ModelExecute", c, c + apis.MODEL_EXECUTE_API_NS)
+    submit = c + apis.MODEL_SUBMIT_AT_NS
+    c += apis.MODEL_EXECUTE_API_NS + apis.OP_GAP_NS
+
+    producer_task: dict[str, int] = {}
+    stream_last: dict[int, int] = {}
+    hccl_last = -1
+    first_update_done = False
+    for kind, item, s, tid, split_from in model_tasks:
+        deps: list[int] = []
+        if s not in stream_last:
+            if pre_model_last >= 0:
+                deps.append(pre_model_last)
+            if split_from is not None:
+                deps.append(stream_last[split_from])
+        if kind == "op":
+            op, cost = item, costs[id(item)]
+            for x in op.inputs:
+                p = producer_task.get(x.name)
+                if p is not None and tmpl.stream[p] != s:
+                    deps.append(p)  # GE inserts an event record/wait between the streams
+            if op.phase == "update" and hccl_last >= 0 and not first_update_done:
+                deps.append(hccl_last)
+                first_update_done = True
+            i = tmpl.add(stream=s, fresh=False, dur_ns=cost.duration_ns, submit_ns=submit, info=op_task_info(op, cost),
+                         task_id=tid, model_task=True, phase=op.phase, deps=deps, context_id=_context(cost))
+            for x in op.outputs:
+                producer_task[x.name] = i
+        else:
+            sub = item
+            if sub.index == 0:
+                deps.append(stream_last[phys.get(body[last_bp].stream, first_model_stream)])
+            i = tmpl.add(stream=s, fresh=False, dur_ns=sub.dur_ns, submit_ns=submit, info=sub.info, task_id=tid,
+                         model_task=True, phase="allreduce", deps=deps, barrier=sub.barrier)
+            hccl_last = i
+        stream_last[s] = i
+    model_end_tasks = sorted(stream_last.values())
+    tail_first = True
+    for op in tail:
+        deps = model_end_tasks if tail_first else []
+        c = _fresh_op(tmpl, host, op, costs[id(op)], c, user_stream, deps=deps)
+        tail_first = False
+    for x in graph.outputs:
+        ref = tmpl.add(stream=user_stream, fresh=True, dur_ns=memcpy_ns(x.nbytes, spec, "d2h"),
+                       submit_ns=c + apis.TASK_TRACK_AT_NS, info=_memcpy_info(),
+                       deps=model_end_tasks if tail_first else None)
+        tail_first = False
+        c = host.memcpy(c, user_stream, x.nbytes, D2H, ref) + apis.OP_GAP_NS
+    host.add(api_event.FILE_TAG, True,
+             records.event(LEVEL_MODEL, names.model(MODEL_EXECUTE), thread, c, 0, model_id), PATCH_INDEX)
+    c += apis.ACL_ENTER_NS
+    host.acl("aclmdlExecute", 0, c)
+    prog = Program(mode="static", training=wl.training, model_id=model_id, main_stream=first_model_stream,
+                   tasks=tmpl, host=host.rows, launch_end_ns=c + apis.OP_GAP_NS, sync_stream=user_stream)
+    return prog, load_records, load_end
+
+
+def build_single_op(wl: Workload, device_id: int, thread: int, spec: DeviceSpec,
+                    tuning: dict[str, TuneChoice] | None, names: Names, *, user_stream: int = USER_STREAM
+                    ) -> Program:
+    """Every op launched through ``aclnnXxxGetWorkspaceSize`` + ``aclnnXxx`` each iteration."""
+    costs = _costs(wl.graph.ops, spec, tuning)
+    tmpl = Template()
+    host = _Host(names, thread, device_id)
+    c = 0
+    for op, cost in zip(wl.graph.ops, costs):
+        api = str(op.attrs.get("api", f"aclnn{op.type}"))
+        host.acl(f"{api}GetWorkspaceSize", c, c + apis.GET_WORKSPACE_NS)
+        c += apis.GET_WORKSPACE_NS + apis.OP_GAP_NS
+        begin = c
+        c = _fresh_op(tmpl, host, op, cost, c + apis.ACL_ENTER_NS, user_stream, dynamic=True)
+        host.acl(api, begin, c)
+        c += apis.OP_GAP_NS
+    return Program(mode="single_op", training=False, model_id=INVALID_U32, main_stream=user_stream, tasks=tmpl,
+                   host=host.rows, launch_end_ns=c, sync_stream=user_stream)
+
+
+def build_memcpy(nbytes: int, direction: int, device_id: int, thread: int, spec: DeviceSpec, names: Names, *,
+                 stream: int = USER_STREAM, acl_api: str = "aclrtMemcpyAsync") -> Program:
+    """One ``aclrtMemcpy(Async)``: a fresh MEMCPY_ASYNC task (SDMA) on ``stream``."""
+    tmpl = Template()
+    host = _Host(names, thread, device_id)
+    c = apis.ACL_ENTER_NS
+    kind = {H2D: "h2d", D2H: "d2h"}.get(direction, "d2d")
+    ref = tmpl.add(stream=stream, fresh=True, dur_ns=memcpy_ns(nbytes, spec, kind),
+                   submit_ns=c + apis.TASK_TRACK_AT_NS, info=_memcpy_info())
+    c = host.memcpy(c, stream, nbytes, direction, ref) + apis.ACL_ENTER_NS
+    host.acl(acl_api, 0, c)
+    return Program(mode="single_op", training=False, model_id=INVALID_U32, main_stream=stream, tasks=tmpl,
+                   host=host.rows, launch_end_ns=c, sync_stream=stream)
+
+
+def _fresh_op(tmpl: Template, host: _Host, op: Op, cost: OpCost, c: int, stream: int, deps: list[int] | None = None,
+              dynamic: bool = True) -> int:
+    submit = c + apis.RT_LAUNCH_AT_NS + apis.TASK_TRACK_AT_NS
+    ref = tmpl.add(stream=stream, fresh=True, dur_ns=cost.duration_ns, submit_ns=submit, info=op_task_info(op, cost),
+                   phase=op.phase, deps=deps, context_id=_context(cost))
+    return host.node_launch(c, op, cost, aging=True, dynamic=dynamic, rt_api=_rt_api_for(cost), stream=stream,
+                            task_id=0, batch=0, ref=ref) + apis.OP_GAP_NS
+
+
+def _context(cost: OpCost) -> int:
+    return MIX_CONTEXT_ID if cost.task_type in ("MIX_AIV", "MIX_AIC") else INVALID_U32
+
+
+def _memcpy_info() -> TaskInfo:
+    return TaskInfo("MEMCPY_ASYNC", "MEMCPY_ASYNC", "MEMCPY_ASYNC", "MEMCPY_ASYNC", "SDMA_SQE")
+
+
+def grad_bytes(weights: list[Tensor]) -> int:
+    return sum(w.nbytes for w in weights)

@@ -1,0 +1,196 @@
+"""The simulator's entry point: ``run(target, devices=..., iterations=...) -> SimResult``.
+
+One host thread per device sets the device up, loads the model (static workloads) and runs the
+iterations; each iteration launches its work (``aclmdlExecute`` or the ``aclnn*`` calls) and
+ends in ``aclrtSynchronizeStream``, which returns when the device is done.  The device runs the
+tasks per stream in FIFO order (:mod:`msprof_py.runtime.scheduler`); with several devices the
+HCCL notify waits couple their timelines.  Durations get seeded multiplicative jitter (lognormal,
+sigma 0.02); everything random comes from ``numpy.random.default_rng(seed)``.
+
+The simulator reports through ``hooks`` (host records in batches, device STARS logs and ts_track
+records) and returns the truth: one row per executed device task and one per iteration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.errors import WorkloadError
+from msprof_py.runtime import apis, ge
+from msprof_py.runtime.apis import Names
+from msprof_py.runtime.clock import SimClock
+from msprof_py.runtime.cost import TuneChoice
+from msprof_py.runtime.device import ATLAS_A2, DeviceSpec
+from msprof_py.runtime.emit import STEP_COLUMNS, TRUTH_COLUMNS, Emitter
+from msprof_py.runtime.graph import Graph
+from msprof_py.runtime.hooks import NullHooks, ProfilerHooks
+from msprof_py.runtime.program import Program
+from msprof_py.runtime.scheduler import plan_segments, schedule
+from msprof_py.runtime.workloads import Workload, get_workload
+
+JITTER_SIGMA = 0.02
+STEP_GAP_SIGMA = 0.05
+SET_DEVICE_NS = 1_200_000  # aclrtSetDevice opens the device: ~1.2 ms
+DEVICE_STAGGER_NS = 37_000  # device threads start slightly apart
+
+__all__ = ["SimResult", "run", "resolve", "pid_for_seed", "TRUTH_COLUMNS", "STEP_COLUMNS"]
+
+
+@dataclass
+class SimResult:
+    spec: DeviceSpec
+    clock: SimClock
+    device_ids: list[int]
+    pid: int
+    pid_name: str
+    end_sim_ns: int
+    truth: pd.DataFrame  # one row per executed device task (TRUTH_COLUMNS)
+    truth_steps: pd.DataFrame  # one row per iteration per device (STEP_COLUMNS); -1 = no FP/BP
+
+
+def resolve(target: str | Workload | Graph) -> Workload:
+    """A workload name, a :class:`Workload`, or a :class:`Graph` (run as a static model)."""
+    if isinstance(target, Workload):
+        return target
+    if isinstance(target, Graph):
+        training = any(op.phase in ("fp", "bp") for op in target.ops)
+        return Workload(target.name, target, "static", training, 100.0, "user graph")
+    if isinstance(target, str):
+        return get_workload(target)
+    raise WorkloadError(f"cannot run {target!r}: expected a workload name, a Workload or a Graph")
+
+
+def run(target: str | Workload | Graph, *, devices: int = 1, iterations: int = 1, seed: int = 0,
+        hooks: ProfilerHooks | None = None, clock: SimClock | None = None, spec: DeviceSpec = ATLAS_A2,
+        tuning: dict[str, TuneChoice] | None = None, task_id_start: int = 0) -> SimResult:
+    """Simulate ``iterations`` of ``target`` on ``devices`` devices, reporting through ``hooks``.
+
+    Args:
+        tuning: op name -> :class:`TuneChoice` (the AOE tuner's choices); others run untuned.
+        task_id_start: the task counter the user stream starts from, as if the process had used it
+            before profiling began (a value near 65535 makes even short runs wrap; default 0).
+    """
+    if devices < 1 or iterations < 1:
+        raise WorkloadError(f"devices and iterations must be >= 1 (got {devices}, {iterations})")
+    wl = resolve(target)
+    if not wl.graph.ops:
+        raise WorkloadError(f"workload {wl.name!r} has no ops")
+    hooks = hooks or NullHooks()
+    clock = clock or SimClock.create(spec.host_cpu_frequency_mhz, spec.hwts_frequency_mhz, fixed=False)
+    return _Run(wl, devices, iterations, seed, hooks, clock, spec, tuning, task_id_start).go()
+
+
+def pid_for_seed(seed: int) -> int:
+    """The simulated process id: deterministic from the seed."""
+    return 10000 + seed % 50000
+
+
+class _Run:
+    def __init__(self, wl: Workload, devices: int, iterations: int, seed: int, hooks: ProfilerHooks,
+                 clock: SimClock, spec: DeviceSpec, tuning: dict[str, TuneChoice] | None, task_id_start: int) -> None:
+        self.wl, self.D, self.K, self.seed = wl, devices, iterations, seed
+        self.hooks, self.clock, self.spec, self.tuning = hooks, clock, spec, tuning
+        self.on = bool(hooks.enabled)
+        self.names = Names(hooks)
+        self.pid = pid_for_seed(seed)
+        self.threads = [self.pid + 1 + d for d in range(devices)]
+        self.em = Emitter(hooks, clock, self.names, dict(enumerate(self.threads)), task_id_start)
+        self.rng = np.random.default_rng(seed)
+
+    # ------------------------------------------------------------------ setup
+    def go(self) -> SimResult:
+        if self.on:
+            self.names.register_record_types()
+        progs, ready = self._setup()
+        start, end, h0, sync_end = self._timeline(progs, ready)
+        for d, prog in enumerate(progs):
+            self.em.block(d, prog, start[d], end[d], h0[d])
+            self.em.sync(d, h0[d] + prog.launch_end_ns, sync_end[d])
+        end_ns = self._teardown(progs, sync_end)
+        truth, steps = self.em.finish()
+        return SimResult(self.spec, self.clock, list(range(self.D)), self.pid, "python3", int(end_ns), truth, steps)
+
+    def _acl(self, d: int, name: str, begin: int, end: int) -> None:
+        self.em.acl(d, name, begin, end)
+
+    def _rt(self, d: int, name: str, begin: int, end: int) -> None:
+        self.em.rt(d, name, begin, end)
+
+    def _setup(self) -> tuple[list[Program], np.ndarray]:
+        """aclInit / aclrtSetDevice / aclrtCreateStream (/ aclmdlLoadFromFile) per device thread."""
+        progs: list[Program] = []
+        ready = np.zeros(self.D, np.int64)
+        self._acl(0, "aclInit", 10_000, 60_000)
+        for d in range(self.D):
+            t = 80_000 + d * DEVICE_STAGGER_NS
+            self._acl(d, "aclrtSetDevice", t, t + SET_DEVICE_NS)
+            self._rt(d, "SetDevice", t + apis.US, t + SET_DEVICE_NS - apis.US)
+            t += SET_DEVICE_NS + 5 * apis.US
+            self._acl(d, "aclrtCreateStream", t, t + 20 * apis.US)
+            self._rt(d, "StreamCreate", t + apis.US, t + 19 * apis.US)
+            t += 30 * apis.US
+            if self.wl.mode == "static":
+                prog, load_recs, t = ge.build_static(self.wl, d, self.D, self.threads[d], t, self.spec, self.tuning,
+                                                     self.names)
+                for tag, aging, recs in load_recs:
+                    self.em.add(tag, aging, recs)
+            else:
+                prog = ge.build_single_op(self.wl, d, self.threads[d], self.spec, self.tuning, self.names)
+            progs.append(prog)
+            ready[d] = t + 50 * apis.US
+        return progs, ready
+
+    def _teardown(self, progs: list[Program], sync_end: np.ndarray) -> int:
+        last = 0
+        for d, prog in enumerate(progs):
+            t = int(sync_end[d, -1]) + 100 * apis.US
+            if prog.mode == "static":
+                self._acl(d, "aclmdlUnload", t, t + 300 * apis.US)
+                t += 310 * apis.US
+            self._acl(d, "aclrtDestroyStream", t, t + 15 * apis.US)
+            t += 20 * apis.US
+            self._acl(d, "aclrtResetDevice", t, t + 800 * apis.US)
+            last = max(last, t + 800 * apis.US)
+        self._acl(0, "aclFinalize", last + 10 * apis.US, last + 200 * apis.US)
+        return last + 250 * apis.US
+
+    # ------------------------------------------------------------------ device timeline
+    def _timeline(self, progs: list[Program], ready: np.ndarray):
+        """Start/end of every task ``(D, K, T)``, host iteration starts ``h0 (D, K)`` and sync ends."""
+        tm = progs[0].tasks
+        T, K, D = len(tm), self.K, self.D
+        for p in progs[1:]:
+            if len(p.tasks) != T or p.tasks.stream != tm.stream:
+                raise AssertionError("data-parallel programs differ in structure")
+        segs = plan_segments(np.array(tm.stream), tm.deps, tm.barriers)
+        gap = int(self.spec.task_schedule_gap_us * 1000)
+        base = np.array([p.tasks.dur_ns for p in progs], dtype=np.float64)  # (D, T)
+        jit = self.rng.lognormal(0.0, JITTER_SIGMA, size=(D, K, T))
+        dur = np.maximum(1, np.rint(base[:, None, :] * jit)).astype(np.int64)
+        del jit
+        step_gap = (self.wl.step_gap_us * 1000 * self.rng.lognormal(0.0, STEP_GAP_SIGMA, size=(D, K))).astype(np.int64)
+        submit = np.array(tm.submit_ns, dtype=np.int64)
+        H = np.array([p.launch_end_ns for p in progs], dtype=np.int64)
+        start = np.empty((D, K, T), np.int64)
+        end = np.empty((D, K, T), np.int64)
+        h0 = np.empty((D, K), np.int64)
+        sync_end = np.empty((D, K), np.int64)
+        if D == 1 or not tm.barriers:
+            for d in range(D):  # rows = iterations, times relative to each iteration's h0
+                st, en = schedule(np.broadcast_to(submit, (K, T)), dur[d], segs, gap)
+                length = np.maximum(H[d], en.max(axis=1)) + apis.SYNC_RETURN_NS
+                h0[d] = ready[d] + np.concatenate(([0], np.cumsum(length + step_gap[d])[:-1]))
+                start[d] = st + h0[d][:, None]
+                end[d] = en + h0[d][:, None]
+                sync_end[d] = h0[d] + length
+        else:
+            h = ready.copy()
+            for k in range(K):  # rows = devices, absolute times (the barriers couple them)
+                st, en = schedule(h[:, None] + submit[None, :], dur[:, k, :], segs, gap)
+                start[:, k], end[:, k] = st, en
+                h0[:, k] = h
+                sync_end[:, k] = np.maximum(h + H, en.max(axis=1)) + apis.SYNC_RETURN_NS
+                h = sync_end[:, k] + step_gap[:, k]
+        return start, end, h0, sync_end
