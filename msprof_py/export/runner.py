@@ -187,6 +187,7 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
         written.append((None, readme))  # type: ignore[arg-type]
     if options.clear:
         _clear_cache(prof, ctx.warnings)
+    log_lines += [f"[INFO] {m}" for m in ctx.notes]
     log_lines += [f"[WARNING] {m}" for m in ctx.warnings]
     _write_log(prof / LOG_DIR, log_lines)
     result.warnings.extend(ctx.warnings)

