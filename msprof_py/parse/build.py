@@ -97,8 +97,11 @@ def concat_frames(parts: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _iterations(joined: pd.DataFrame, steps: pd.DataFrame) -> None:
-    """index_id / iter_id per row: by the model's iteration windows (device rows), else the
-    host's request_id (dynamic launches), else 0."""
+    """index_id / iter_id per row.  index_id: the host's request_id (the Model-level execute
+    event's iteration, as msprof's AscendTask keeps it) when it has one; otherwise (static
+    graphs: launched once at load and replayed) the iteration of the task's model whose window
+    holds the device start.  iter_id: the global rank of that (model, iteration); tasks outside
+    every iteration of their model fall back to the window of any model."""
     t = joined["start_ns"].to_numpy(np.int64)
     model = joined["model_id"].to_numpy(np.int64)
     idx, it = assign(steps, model, t)
@@ -106,14 +109,13 @@ def _iterations(joined: pd.DataFrame, steps: pd.DataFrame) -> None:
     idx = np.where(dev_row, idx, 0)
     it = np.where(dev_row, it, 0)
     req = joined["request_id"].to_numpy(np.int64)
-    # host-only rows (no device time) keep the host's iteration (request_id of the Model event)
-    idx = np.where(~dev_row & (req > 0), req, idx)
-    if not steps.empty:
+    from_host = req > 0
+    idx = np.where(from_host, req, idx)
+    if not steps.empty and from_host.any():
         lut = steps.set_index(["model_id", "index_id"])["iter_id"]
-        need = (it == 0) & (idx > 0)
-        if need.any():
-            mi = pd.MultiIndex.from_arrays([model[need], idx[need]])
-            it[need] = lut.reindex(mi).fillna(0).to_numpy(np.int64)
+        mi = pd.MultiIndex.from_arrays([model[from_host], idx[from_host]])
+        host_it = lut.reindex(mi).fillna(0).to_numpy(np.int64)
+        it[from_host] = host_it
     joined["index_id"] = idx
     joined["iter_id"] = it
 

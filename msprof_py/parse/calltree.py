@@ -94,21 +94,23 @@ class CallTree:
         return np.where(ok, hit, -1)
 
     def _ancestors(self) -> dict[int, np.ndarray]:
-        """``{level: index of the ancestor-or-self API at that level, -1 if none}``."""
+        """``{level: index of the ancestor-or-self API at that level, -1 if none}``.
+
+        Filled rank by rank: a parent always has a smaller rank, so its row is done first."""
         n = len(self.rank)
         anc = {lv: np.full(n, -1, np.int64) for lv in TREE_LEVELS}
-        for lv, r in RANKS.items():
-            anc[lv][self.rank == r] = np.flatnonzero(self.rank == r)
-        cur = self.parent.copy()
-        for _ in range(5):
-            live = cur >= 0
-            if not live.any():
-                break
-            for lv, r in RANKS.items():
-                sel = live & (anc[lv] < 0)
-                sel[sel] &= self.rank[cur[sel]] == r
-                anc[lv][sel] = cur[sel]
-            cur = np.where(live, self.parent[np.maximum(cur, 0)], -1)
+        for r in range(1, 6):
+            rows = np.flatnonzero(self.rank == r)
+            if not len(rows):
+                continue
+            p = self.parent[rows]
+            has = p >= 0
+            rows_p, p = rows[has], p[has]
+            for lv, rl in RANKS.items():
+                if rl == r:
+                    anc[lv][rows] = rows
+                elif rl < r and len(p):
+                    anc[lv][rows_p] = anc[lv][p]
         return anc
 
     def attach(self, level: int, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:

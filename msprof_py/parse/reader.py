@@ -15,7 +15,7 @@ import numpy as np
 
 from msprof_py.errors import CorruptRecordError, WarningLog
 from msprof_py.raw import files as raw_files
-from msprof_py.raw.common import check_host_records
+from msprof_py.raw.common import KNOWN_LEVELS, MAGIC, check_host_records
 
 
 @dataclass
@@ -208,13 +208,20 @@ def read_records(stream: Stream, dtype: np.dtype, warnings: WarningLog, host: bo
     return decoded
 
 
+_KNOWN_LEVEL = np.zeros(65536, bool)
+_KNOWN_LEVEL[KNOWN_LEVELS] = True
+
+
 def check_stream(decoded: Decoded) -> None:
-    """Validate magic/level chunk by chunk; raise with the exact slice file and offset."""
+    """Validate magic/level chunk by chunk (a lookup table, no per-record work); on the first
+    bad record let raw.common.check_host_records word the error, with the exact slice file
+    and offset."""
     index = 0
     for chunk in decoded.chunks:
-        try:
-            check_host_records(chunk, "<stream>", 0)
-        except CorruptRecordError as err:
-            path, off = decoded.where(index + err.offset // decoded.itemsize)
-            raise CorruptRecordError(path, off, err.reason) from None
+        if len(chunk) and ((chunk["magic"] != MAGIC).any() or not _KNOWN_LEVEL[chunk["level"]].all()):
+            try:
+                check_host_records(chunk, "<stream>", 0)
+            except CorruptRecordError as err:
+                path, off = decoded.where(index + err.offset // decoded.itemsize)
+                raise CorruptRecordError(path, off, err.reason) from None
         index += len(chunk)

@@ -4,82 +4,128 @@
 Conventions
 - Times are integer nanoseconds on the **local wall clock** (msprof's §2.8 step 4, i.e. what
   timelines and CSVs show), int64, columns ending in ``_ns``.  Durations end in ``dur_ns``.
-- Repeated strings (op names, types, API names) are pandas ``category``.
-- Missing ids use msprof's 4294967295; missing strings are "N/A".
+  Data that started before start_info's collectionTimeBegin is filtered out, as msprof does.
+- Repeated strings (op names, types, API names) are pandas ``category`` (categories sorted,
+  unused ones dropped).
+- Missing ids use msprof's 4294967295; missing strings are "N/A"; missing times/counts are -1.
 - ``device_id`` is the NPU id; host-only tables carry ``pid``/``thread_id`` instead.
+- Ids are int64.  A session loaded from several PROF dirs concatenates their rows
+  (``Session.profs`` keeps one session per PROF dir).
 
 Tables (``Session.<name>``) and their columns, in order:
 """
 from __future__ import annotations
 
 API_COLUMNS = [
-    "pid", "thread_id",  # host process / OS thread that made the call
-    "level",  # category: acl, model, node, communication, runtime
-    "struct_type",  # e.g. ACL_MODEL / launch / ModelExecute / KERNEL_AICORE ... (type_info_dic name)
-    "name",  # API name shown in timelines: "aclmdlExecute", "launch", "LaunchKernel"... (item/type resolved)
-    "item_id",  # resolved hash string (op name for Node@launch, model id for Model level ...)
+    "pid",  # info.json pid of the host dir (-1 if absent)
+    "thread_id",  # host OS thread that made the call
+    "level",  # category: acl, model, node, communication, runtime (also pta, msproftx, ... if present)
+    "struct_type",  # AscendCL: the API family (ACL_OP, ACL_MODEL, ACL_RTS, ACL_NN, HOST_HCCL, ...); else = name
+    "name",  # the API's type_info_dic name: "aclmdlExecute", "ModelExecute", "launch", "KernelLaunch", ...
+    "item_id",  # item hash resolved through hash_dic; unknown -> its decimal number (Model level: the model id)
     "start_ns", "end_ns", "dur_ns",
-    "connection_id",  # running id in file order (msprof's rule), used for HostToDevice flows
-    "request_id",  # Model-level events: the iteration index_id; else -1
-    "parent",  # row index of the enclosing call (call tree by containment), -1 at the root
-    "device_id",  # device the call targeted where known (task-issuing calls), else -1
+    "connection_id",  # running number of the API/Event record in file order (msprof's rule); flows use it
+    "request_id",  # paired Model-level events: the iteration index_id; -1 for plain APIs
+    "parent",  # row index (in this table) of the innermost enclosing call on the thread, -1 at the root
+    "device_id",  # Runtime calls that issued a task: that task's device; else -1
 ]
-"""``api``: every host API call and paired event (one row per call)."""
+"""``api``: every host API call and every paired Event (first = start, second = end), in
+file order (= connection_id order).  The call tree: ``parent`` by time containment per thread,
+ACL -> Model -> Node -> HCCL -> Runtime."""
 
 TASK_COLUMNS = [
-    "device_id", "model_id", "index_id",  # index_id: the per-model iteration counter (0 = static/none)
-    "iter_id",  # global iteration rank (step_trace_data.iter_id), 0 if outside any iteration
-    "stream_id", "task_id", "batch_id", "context_id",
-    "start_ns", "dur_ns",
-    "op_name", "op_type", "task_type",  # task_type: AI_CORE / AI_VECTOR_CORE / MIX_AIV / AI_CPU / MEMCPY_ASYNC ...
-    "host_task_type", "device_task_type",  # KERNEL_AICORE... / AI_CORE, AIV_SQE, SDMA_SQE ...
-    "op_state",  # "static" / "dynamic" / "N/A"
-    "block_num", "mix_block_num", "hf32_eligible",  # hf32: "YES"/"NO"/"N/A"
-    "input_shapes", "input_data_types", "input_formats",  # msprof strings: '"1,3,224,224;64"'-style, ";" between tensors
-    "output_shapes", "output_data_types", "output_formats",
-    "kernel_name",
-    "connection_id",  # the launching Node (else ACL) API's connection_id; -1 for device-only tasks
-    "match",  # category: "matched", "device_only", "host_only" (host-only rows have start/dur -1)
+    "device_id",
+    "model_id",  # the launching Model-level call's model id; 4294967295 for single ops / device-only
+    "index_id",  # the model's iteration (1-based, per model) whose window holds the task's start
+    #              (msprof's window rule); host-only rows: the Model event's request_id; 0 = none
+    "iter_id",  # global iteration rank on the device (steps.iter_id); 0 if outside every iteration
+    "stream_id", "task_id",  # physical ids (stars expandStatus 0 decoding); task_id is 16-bit
+    "batch_id",  # task-id wrap count from flip records (msprof's FlipCalculator), both sides
+    "context_id",  # FFTS+/MIX context (sub-task) id; 4294967295 for the whole task (ACSQ log)
+    "start_ns", "dur_ns",  # -1 for host-only rows
+    "op_name",  # msprof's display name: the op for kernel tasks with op info, else the host task type
+    #             (the device type for FFTS_PLUS/UNKNOWN host types, e.g. device-only rows)
+    "op_type",  # GE op type ("Conv2D"), "N/A" without op info
+    "task_type",  # GE task type (AI_CORE, AI_VECTOR_CORE, MIX_AIC, AI_CPU, HCCL, ...) else the device type
+    "host_task_type",  # runtime task type: KERNEL_AICORE, KERNEL_AIVEC, MEMCPY_ASYNC, ...; UNKNOWN if no host task
+    "device_task_type",  # STARS SQE type (AI_CORE, AIV_SQE, SDMA_SQE, ...) or FFTS+ sub-task type; UNKNOWN host-only
+    "op_state",  # "static" (unaging node_basic_info: static graph) / "dynamic" / "N/A"
+    "block_num", "mix_block_num",  # block dim; mix block num = high16 x low16 of blockNum; 0 without op info
+    "hf32_eligible",  # "YES"/"NO" (op_flag bit 0) / "N/A"
+    "input_shapes", "input_data_types", "input_formats",  # '1,3,224,224;64' style: dims by ",", tensors by ";"
+    "output_shapes", "output_data_types", "output_formats",  # (no CSV quoting; "N/A" without tensor info)
+    "kernel_name",  # task_track kernel name (hash_dic); "N/A" if unknown
+    "connection_id",  # the launching Node (else AscendCL) call's connection_id; -1 if none / device-only
+    "match",  # category: "matched" (1 host : N device), "fifo" (several host tasks for one key, paired in
+    #           time order; msprof drops these), "host_only" (start/dur -1), "device_only"
 ]
-"""``tasks``: device tasks joined with host launch info (one row per executed device task,
-plus host-only rows marked in ``match``)."""
+"""``tasks``: one row per executed device task (or FFTS+ context) joined with its host launch on
+(device, stream, task, context, batch), plus host-only rows.  Sorted by (device_id, start_ns,
+stream_id, task_id, context_id); host-only rows (start -1) come first per device."""
 
 STEP_COLUMNS = [
-    "device_id", "model_id", "index_id", "iter_id",
+    "device_id", "model_id",
+    "index_id",  # 1-based per (device, model), counted by msprof's step-trace state machine
+    "iter_id",  # 1-based rank by step_end over all models of the device
     "step_start_ns", "step_end_ns",
-    "fp_start_ns", "bp_end_ns",  # -1 when the iteration has no FP/BP tag
-    "data_aug_bound_ns",  # -1 for the first iteration
+    "fp_start_ns", "bp_end_ns",  # first FP / last BP tag in the iteration; -1 when absent
+    "data_aug_bound_ns",  # FP - the latest step_end (any model) before FP; -1 for the first / no FP
 ]
-"""``steps``: one row per complete iteration of each model on each device."""
+"""``steps``: one row per complete iteration of each model on each device (the still-open last
+iteration of a model is discarded, as msprof does).  Sorted by (model_id, index_id)."""
 
 ALL_REDUCE_COLUMNS = ["device_id", "model_id", "index_id", "start_ns", "end_ns"]
-"""``all_reduce``: tag pairs >= 10000 inside an iteration."""
+"""``all_reduce``: step-trace tag pairs >= 10000 (even = start, the next odd = end) inside an
+iteration."""
 
 COMMUNICATION_COLUMNS = [
-    "device_id", "model_id", "index_id", "op_name", "op_type", "group_name", "rank_size",
-    "start_ns", "dur_ns", "connection_id", "data_type", "alg_type", "count",
+    "device_id", "model_id", "index_id",
+    "op_name",  # the HCCL-level API's item: "hcom_allReduce__123_0_1"
+    "op_type",  # op_name without its trailing _<number> groups: "hcom_allReduce_"
+    "group_name",  # from hccl_op_info ("N/A" if none)
+    "rank_size",  # from hccl_info (-1 if none)
+    "start_ns", "dur_ns",  # first sub-task start to last sub-task end on the device, per iteration
+    "connection_id",  # the HCCL-level API's connection_id
+    "data_type", "alg_type", "count",  # hccl_op_info ("N/A" / -1 if none)
 ]
-"""``communication``: HCCL big ops (e.g. hcom_allReduce__123_0_1)."""
+"""``communication``: HCCL big ops, one row per (device, HCCL call, iteration) that ran tasks."""
 
 COMM_TASK_COLUMNS = [
-    "device_id", "op_name", "group_name", "plane_id", "task_type", "stream_id", "task_id", "context_id",
-    "start_ns", "dur_ns", "src_rank", "dst_rank", "transport_type", "size_bytes", "data_type",
-    "link_type", "bandwidth_gbps", "notify_id", "duration_estimated_us",
+    "device_id", "op_name",  # the big op it belongs to
+    "group_name", "plane_id",
+    "task_type",  # hccl_info item name: Notify_Wait, Memcpy, Reduce_Inline, ...
+    "stream_id", "task_id", "context_id", "start_ns", "dur_ns",
+    "src_rank", "dst_rank",  # from local/remote rank and role (1 = src)
+    "transport_type",  # SDMA / RDMA / LOCAL
+    "size_bytes", "data_type",
+    "link_type",  # ON_CHIP / HCCS / PCIE / ROCE / SIO
+    "bandwidth_gbps",  # size_bytes / dur_ns (= GB/s); 0 for zero-length tasks
+    "notify_id", "duration_estimated_us",
 ]
-"""``comm_tasks``: HCCL sub-tasks (Notify/Memcpy/Reduce...) under a big op."""
+"""``comm_tasks``: HCCL sub-tasks: the k-th hccl_info under an HCCL call joined to the k-th task
+it issued, then to that task's device executions."""
 
 FUSION_OP_COLUMNS = [
-    "model_name", "model_id", "fusion_op", "original_ops",
+    "model_name",  # graph_id_map name of the model ("N/A" if unknown)
+    "model_id", "fusion_op",
+    "original_ops",  # ";"-joined names of the fused ops
     "memory_input_kb", "memory_output_kb", "memory_weight_kb", "memory_workspace_kb", "memory_total_kb",
 ]
-"""``fusion_ops``: fused ops and their memory (host data)."""
+"""``fusion_ops``: fused ops and their memory (host fusion_op_info records)."""
 
-MEMCPY_COLUMNS = ["device_id", "stream_id", "task_id", "batch_id", "size_bytes", "direction"]
-"""``memcpy``: per MEMCPY_ASYNC task, from memcpy_info."""
+MEMCPY_COLUMNS = ["device_id", "stream_id", "task_id", "batch_id",
+                  "size_bytes",  # memcpy_info dataSize
+                  "direction"]  # "host to device", "device to host", ... ("other" for unknown codes)
+"""``memcpy``: per MEMCPY_ASYNC task, from the memcpy_info its Runtime call reported."""
 
 DEVICE_INFO_FIELDS = [
-    "device_id", "pid", "pid_name", "hostname", "rank_id", "platform_version", "ai_core_num", "aiv_num",
-    "hwts_frequency_mhz", "host_cpu_frequency_mhz", "collection_date_begin", "collection_start_ns",
-    "collection_end_ns", "job_info", "dir_name",
+    "device_id",  # 64 (msprof's HOST_ID) for the host dir
+    "pid", "pid_name", "hostname", "rank_id", "platform_version", "ai_core_num", "aiv_num",
+    "hwts_frequency_mhz",  # NaN for the host dir
+    "host_cpu_frequency_mhz",  # info.json CPU[0].Frequency (1000 = counters are ns)
+    "collection_date_begin",  # start_info collectionDateBegin text
+    "collection_start_ns", "collection_end_ns",  # -1 end when end_info is missing
+    "job_info",  # info.json jobInfo ("N/A" if absent)
+    "dir_name",  # "host" / "device_N"
 ]
-"""``devices``: one row per device dir (plus the clock parameters used to convert its times)."""
+"""``devices``: one row per result dir (host first, then devices)."""

@@ -356,11 +356,12 @@ def _write(result_dir: Path, nodes: list[NodeResult], opts: CompareOptions, op_c
     csv(result_dir / "cpu_vs_npu.csv", pd.DataFrame(rows, columns=list(CSV_COLUMNS)))
     for n in nodes:
         if n.cmp is not None and not n.cmp.passed:
-            det = detail_rows(n.cmp)
-            df = pd.DataFrame({c: det[c] for c in DETAIL_COLUMNS})
-            for c in ("std_value", "npu_value", "abs_diff", "relative_diff"):
-                df[c] = [f"{v:.6g}" for v in df[c]]
-            csv(result_dir / f"{dumpdir.node_file_name(n.npu_node)}.csv", df)
+            det = detail_rows(n.cmp)  # at most diff_cnt rows
+            body = "".join(f"{i},{a:.6g},{b:.6g},{c:.6g},{d:.6g}\n" for i, a, b, c, d in zip(
+                det["index"].tolist(), det["std_value"].tolist(), det["npu_value"].tolist(),
+                det["abs_diff"].tolist(), det["relative_diff"].tolist()))
+            _text(result_dir / f"{dumpdir.node_file_name(n.npu_node)}.csv", ",".join(DETAIL_COLUMNS) + "\n" + body,
+                  written)
     skip = [f"{n.npu_node}: {n.reason}\n" for n in nodes if n.reason]
     skip += [f"{n.npu_node}: {n.note}\n" for n in nodes if n.note]
     _text(result_dir / "compare_skip.log", "".join(skip), written)

@@ -77,8 +77,16 @@ class PerfTables:
         out = [_csv(self.ops, result_dir / "op_perf.csv")]
         perf_dir = result_dir / "perf"
         perf_dir.mkdir(exist_ok=True)
-        for name, rows in self.runs.groupby("name", sort=False, observed=True):
-            out.append(_csv(rows[list(COLUMNS)], perf_dir / f"{dumpdir.node_file_name(str(name))}.csv"))
+        # one to_csv for all runs, then the lines split per op (hundreds of small files)
+        header = ",".join(COLUMNS) + "\n"
+        lines = self.runs[list(COLUMNS)].to_csv(index=False, header=False, lineterminator="\n").splitlines(True)
+        groups: dict[str, list[str]] = {}
+        for name, line in zip(self.runs["name"].astype(str), lines):
+            groups.setdefault(name, []).append(line)
+        for name, rows in groups.items():
+            path = perf_dir / f"{dumpdir.node_file_name(name)}.csv"
+            dumpdir.write_text_atomic(path, header + "".join(rows))
+            out.append(path)
         dumpdir.write_text_atomic(result_dir / "op_perf_meta.json", graphio.dump_json(self.meta).decode())
         return out
 

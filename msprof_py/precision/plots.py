@@ -54,7 +54,7 @@ def plot_node(out_dir: Path, stem: str, npu: np.ndarray, ref: np.ndarray, cmp: T
     a2.scatter(ei, er, s=6, c="tab:blue")
     a2.set_ylabel("relative error")
     a2.set_xlabel("element index")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.12, right=0.97, top=0.93, bottom=0.1, hspace=0.15)
     paths.append(_save(fig, out_dir / f"{stem}_diff.png"))
     plt.close(fig)
 
@@ -67,7 +67,7 @@ def plot_node(out_dir: Path, stem: str, npu: np.ndarray, ref: np.ndarray, cmp: T
     a2.set_title("relative error (|ref| > 1e-7)")
     a2.set_yscale("log")
     fig.suptitle(stem)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.08, right=0.97, top=0.85, bottom=0.12, wspace=0.25)
     paths.append(_save(fig, out_dir / f"{stem}_diff_hist.png"))
     plt.close(fig)
 
@@ -80,7 +80,7 @@ def plot_node(out_dir: Path, stem: str, npu: np.ndarray, ref: np.ndarray, cmp: T
     ax.hist(n, bins=edges, alpha=0.6, label="NPU", color="tab:orange")
     ax.legend()
     ax.set_title(f"{stem}: data distribution")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.1, right=0.97, top=0.9, bottom=0.12)
     paths.append(_save(fig, out_dir / f"{stem}_hist.png"))
     plt.close(fig)
     return paths

@@ -67,9 +67,14 @@ class Emitter:
         self.rt(d, "StreamSynchronize", np.asarray(begin) + 500, np.asarray(end) - 500)
 
     # ------------------------------------------------------------------ iterations
-    def block(self, d: int, prog: Program, start: np.ndarray, end: np.ndarray, h0: np.ndarray) -> None:
-        """Records and truth for ``K`` scheduled iterations of ``prog`` on device ``d``."""
+    def block(self, d: int, prog: Program, start: np.ndarray, end: np.ndarray, h0: np.ndarray,
+              host_speed: np.ndarray | None = None) -> None:
+        """Records and truth for ``K`` scheduled iterations of ``prog`` on device ``d``.
+
+        ``host_speed`` (K,): the factor each iteration's host offsets were scaled by (default 1).
+        """
         K, T = start.shape
+        speed = np.ones(K) if host_speed is None else np.asarray(host_speed, np.float64)
         tid, bat, flips = self._task_ids(d, prog, K)
         index0 = 0
         if prog.mode == "static":
@@ -97,7 +102,7 @@ class Emitter:
             if self.on:
                 self._stars(d, st, en, stream, tid[k0:k1], sqe, ffts, ctx)
                 self._ts_track(d, steps, kf, start)
-                self._host_iterations(d, prog, k0, k1, idx, h0, tid, bat, kf, task_ts)
+                self._host_iterations(d, prog, k0, k1, idx, h0, speed, tid, bat, kf, task_ts)
                 self.log.flush(self.hooks, self.clock)
 
     def finish(self) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -243,18 +248,22 @@ class Emitter:
             raw = np.ascontiguousarray(raw[np.argsort(stamps, kind="stable")])
             self.hooks.report_device(d, ts_track.FILE_TAG, raw.view(ts_track.RAW_DTYPE).ravel())
 
-    def _host_iterations(self, d, prog, k0, k1, idx, h0, tid, bat, flips, task_ts) -> None:
+    def _host_iterations(self, d, prog, k0, k1, idx, h0, speed, tid, bat, flips, task_ts) -> None:
         nk = k1 - k0
         base = h0[k0:k1]
+        f = speed[k0:k1]
         thread = self.threads[d]
+
         for rows in prog.host:
             m = len(rows.records)
             recs = tile_records(rows.records, nk)
-            shift = np.repeat(base, m).astype(np.uint64)
-            recs["timestamp"] += shift
+            b, fm = np.repeat(base, m), np.repeat(f, m)
+            # template offsets (ns) -> each iteration's times: h0 + offset * speed
+            recs["timestamp"] = (b + np.rint(recs["timestamp"].astype(np.float64) * fm)).astype(np.uint64)
             if rows.tag == api_event.FILE_TAG:
                 is_api = recs["end"] != np.uint64(EVENT_FLAG)
-                recs["end"][is_api] += shift[is_api]
+                ends = recs["end"][is_api].astype(np.float64)
+                recs["end"][is_api] = (b[is_api] + np.rint(ends * fm[is_api])).astype(np.uint64)
             if rows.patch == PATCH_TASK:
                 ref = np.tile(rows.task_ref, nk)
                 kk = np.repeat(np.arange(k0, k1), m)
@@ -264,7 +273,7 @@ class Emitter:
                 recs["data_len"] = np.repeat(idx, m)
             self.log.add(rows.tag, rows.aging, recs)
         if flips:
-            ts = np.array([h0[k] + task_ts[j] - 100 for k, j, _, _ in flips], np.int64)
+            ts = np.array([h0[k] + round(task_ts[j] * speed[k]) - 100 for k, j, _, _ in flips], np.int64)
             self.log.add(task_track.FILE_TAG, True, records.task_tracks(
                 thread, ts, d, np.array([s for _, _, s, _ in flips]), 0, np.array([m for *_, m in flips]),
                 self.names.rt_task("FLIP_TASK"), self.names.h("FLIP_TASK"), 0))

@@ -37,6 +37,7 @@ from msprof_py.runtime.rts import (COMM_STREAM_OFFSET, FIRST_MODEL_STREAM, KERNE
 from msprof_py.runtime.workloads import Workload
 
 H2D, D2H = 1, 2
+EVENT_TASK_NS = 600  # device time of an event record / wait task (beyond the wait itself)
 GRAPH_ID_BASE = 1
 
 
@@ -84,21 +85,31 @@ class _Host:
             int(op.attrs.get("hf32", 0)) & 1, 1 if dynamic else 0))
         n.node(NODE_TENSOR_INFO)
         self.add(tensor_info.FILE_TAG, aging, records.tensor_infos(self.thread, ti, name_h, op.inputs, op.outputs))
-        if op.fused_from:
-            n.node(NODE_FUSION_OP_INFO)
-            in_mem = sum(x.nbytes for x in op.inputs)
-            out_mem = sum(x.nbytes for x in op.outputs)
-            self.add(fusion_op_info.FILE_TAG, aging, records.fusion_op(
-                self.thread, ti, name_h, [n.h(f) for f in op.fused_from], in_mem, out_mem, 0, out_mem // 4))
         if cost.task_type in ("MIX_AIV", "MIX_AIC"):
             n.node(NODE_CONTEXT_ID_INFO)
             self.add(context_id_info.FILE_TAG, aging, records.context_ids(self.thread, ti, name_h, [MIX_CONTEXT_ID]))
         rt0 = t + apis.RT_LAUNCH_AT_NS
         self.rt_api(rt_api, rt0, rt0 + int(apis.US * 6))
+        if op.fused_from:
+            # GE reports fusion info for the model, between launches (msprof's Python path takes it
+            # only from a node-level record that is not under a Node@launch)
+            n.node(NODE_FUSION_OP_INFO)
+            in_mem = sum(x.nbytes for x in op.inputs)
+            out_mem = sum(x.nbytes for x in op.outputs)
+            self.add(fusion_op_info.FILE_TAG, aging, records.fusion_op(
+                self.thread, t + dur + apis.OP_GAP_NS // 2, name_h, [n.h(f) for f in op.fused_from], in_mem, out_mem,
+                0, out_mem // 4))
         host_type = KERNEL_TYPES[cost.task_type][0]
         # the runtime reports the launched kernel under the node's name (what op_summary shows)
         self.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, task_id, batch, host_type, op.name, cost.block_dim, ref)
         return t + dur
+
+    def event(self, t: int, kind: str, stream: int, task_id: int) -> int:
+        """GE's EventRecord / StreamWaitEvent at load: a runtime API and its task_track; returns its end."""
+        api = "EventRecord" if kind == "EVENT_RECORD" else "StreamWaitEvent"
+        self.rt_api(api, t, t + 2 * apis.US)
+        self.task_track(t + apis.TASK_TRACK_AT_NS, stream, task_id, 0, kind, kind, 0)
+        return t + 2 * apis.US
 
     def memcpy(self, t: int, stream: int, nbytes: int, direction: int, ref: int) -> int:
         self.rt_api("MemcpyAsync", t, t + apis.MEMCPY_API_NS)
@@ -146,36 +157,59 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
     with_hccl = wl.training and devices > 1
     last_bp = max((i for i, op in enumerate(body) if op.phase == "bp"), default=len(body) - 1)
 
+    # ---- plan: the model's nodes in launch order and the cross-stream waits GE inserts
+    # (an EVENT_RECORD after the producer on its stream, an EVENT_WAIT before the consumer)
+    plan: list[tuple[str, object, object]] = [("op", op, op.stream) for op in body]
+    if with_hccl:
+        allreduce = hccl.AllReduce.for_graph(graph, devices, device_id, spec)
+        plan.insert(last_bp + 1, ("hccl", allreduce, "comm"))
+    waits = _cross_stream_waits(plan, last_bp)
+    recorded = {p for ws in waits.values() for p in ws}
+
     # ---- load: launch every static node once, static task ids per physical stream
     load = _Host(names, thread, device_id)
-    load_ops_end = t0 + 3 * apis.US
-    phys: dict[int, int] = {}  # logical stream -> current physical stream
+    t = t0 + 3 * apis.US
+    phys: dict[object, int] = {}  # logical stream -> current physical stream
     used: dict[int, int] = {}  # physical stream -> tasks on it
     next_stream = first_model_stream + 1 + max((op.stream for op in body), default=0)
-    model_tasks: list[tuple] = []  # (kind, op or hccl subtask, stream, task id, prev-physical-last)
-    t = load_ops_end
     comm_stream = first_model_stream + COMM_STREAM_OFFSET
-    allreduce = None
-    for i, op in enumerate(body):
-        cost = costs[id(op)]
-        s = phys.setdefault(op.stream, first_model_stream + op.stream)
+    # (kind, item, stream, task id, stream split from, plan index)
+    model_tasks: list[tuple] = []
+
+    def new_task(logical: object) -> tuple[int, int, int | None]:
+        nonlocal next_stream
+        s = phys.setdefault(logical, comm_stream if logical == "comm" else first_model_stream + int(logical))
         split_from = None
         if used.get(s, 0) >= MAX_MODEL_STREAM_TASKS:  # GE stream split: never wrap a model stream
             split_from = s
-            s = phys[op.stream] = next_stream
+            s = phys[logical] = next_stream
             next_stream += 1
         tid = used.get(s, 0)
         used[s] = tid + 1
-        t = load.node_launch(t, op, cost, aging=False, dynamic=op.dynamic, rt_api=_rt_api_for(cost), stream=s,
-                             task_id=tid, batch=0) + apis.OP_GAP_NS
-        model_tasks.append(("op", op, s, tid, split_from))
-        if with_hccl and i == last_bp:
-            allreduce = hccl.AllReduce.for_graph(graph, devices, device_id, spec)
-            tids = list(range(used.get(comm_stream, 0), used.get(comm_stream, 0) + len(allreduce.subtasks)))
-            used[comm_stream] = tids[-1] + 1
-            t = allreduce.load_records(load, t, comm_stream, tids) + apis.OP_GAP_NS
-            for sub, tid_ in zip(allreduce.subtasks, tids):
-                model_tasks.append(("hccl", sub, comm_stream, tid_, None))
+        return s, tid, split_from
+
+    def event_task(kind: str, logical: object, j: int) -> None:
+        nonlocal t
+        s, tid, split_from = new_task(logical)
+        t = load.event(t, kind, s, tid) + apis.OP_GAP_NS
+        model_tasks.append((kind, j, s, tid, split_from, j))
+
+    for j, (kind, item, logical) in enumerate(plan):
+        for p in waits.get(j, ()):
+            event_task("EVENT_WAIT", logical, p)
+        if kind == "op":
+            op, cost = item, costs[id(item)]
+            s, tid, split_from = new_task(logical)
+            t = load.node_launch(t, op, cost, aging=False, dynamic=op.dynamic, rt_api=_rt_api_for(cost), stream=s,
+                                 task_id=tid, batch=0) + apis.OP_GAP_NS
+            model_tasks.append(("op", op, s, tid, split_from, j))
+        else:
+            subs = [new_task(logical) for _ in item.subtasks]
+            t = item.load_records(load, t, subs[0][0], [x[1] for x in subs]) + apis.OP_GAP_NS
+            for sub, (s, tid, split_from) in zip(item.subtasks, subs):
+                model_tasks.append(("hccl", sub, s, tid, split_from, j))
+        if j in recorded:
+            event_task("EVENT_RECORD", logical, j)
     load_end = t + 2 * apis.US
     model_name_h = names.h(graph.name)
     load.add(api_event.FILE_TAG, True,
@@ -204,11 +238,9 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
     submit = c + apis.MODEL_SUBMIT_AT_NS
     c += apis.MODEL_EXECUTE_API_NS + apis.OP_GAP_NS
 
-    producer_task: dict[str, int] = {}
     stream_last: dict[int, int] = {}
-    hccl_last = -1
-    first_update_done = False
-    for kind, item, s, tid, split_from in model_tasks:
+    record_task: dict[int, int] = {}  # plan index -> template index of its EVENT_RECORD
+    for kind, item, s, tid, split_from, j in model_tasks:
         deps: list[int] = []
         if s not in stream_last:
             if pre_model_last >= 0:
@@ -217,24 +249,18 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
                 deps.append(stream_last[split_from])
         if kind == "op":
             op, cost = item, costs[id(item)]
-            for x in op.inputs:
-                p = producer_task.get(x.name)
-                if p is not None and tmpl.stream[p] != s:
-                    deps.append(p)  # GE inserts an event record/wait between the streams
-            if op.phase == "update" and hccl_last >= 0 and not first_update_done:
-                deps.append(hccl_last)
-                first_update_done = True
             i = tmpl.add(stream=s, fresh=False, dur_ns=cost.duration_ns, submit_ns=submit, info=op_task_info(op, cost),
                          task_id=tid, model_task=True, phase=op.phase, deps=deps, context_id=_context(cost))
-            for x in op.outputs:
-                producer_task[x.name] = i
-        else:
-            sub = item
-            if sub.index == 0:
-                deps.append(stream_last[phys.get(body[last_bp].stream, first_model_stream)])
-            i = tmpl.add(stream=s, fresh=False, dur_ns=sub.dur_ns, submit_ns=submit, info=sub.info, task_id=tid,
-                         model_task=True, phase="allreduce", deps=deps, barrier=sub.barrier)
-            hccl_last = i
+        elif kind == "hccl":
+            i = tmpl.add(stream=s, fresh=False, dur_ns=item.dur_ns, submit_ns=submit, info=item.info, task_id=tid,
+                         model_task=True, phase="allreduce", deps=deps, barrier=item.barrier)
+        else:  # EVENT_RECORD after the producer / EVENT_WAIT for a producer's record
+            if kind == "EVENT_WAIT":
+                deps.append(record_task[item])
+            i = tmpl.add(stream=s, fresh=False, dur_ns=EVENT_TASK_NS, submit_ns=submit, info=_event_info(kind),
+                         task_id=tid, model_task=True, deps=deps)
+            if kind == "EVENT_RECORD":
+                record_task[item] = i
         stream_last[s] = i
     model_end_tasks = sorted(stream_last.values())
     tail_first = True
@@ -299,6 +325,36 @@ def _fresh_op(tmpl: Template, host: _Host, op: Op, cost: OpCost, c: int, stream:
                    phase=op.phase, deps=deps, context_id=_context(cost))
     return host.node_launch(c, op, cost, aging=True, dynamic=dynamic, rt_api=_rt_api_for(cost), stream=stream,
                             task_id=0, batch=0, ref=ref) + apis.OP_GAP_NS
+
+
+def _cross_stream_waits(plan: list[tuple[str, object, object]], last_bp: int) -> dict[int, list[int]]:
+    """Plan index -> plan indices it must wait for on another stream (data edges across streams,
+    the all-reduce after the last backward op, the first update op after the all-reduce)."""
+    producer: dict[str, int] = {}
+    waits: dict[int, list[int]] = {}
+    hccl_at = next((j for j, (kind, _, _) in enumerate(plan) if kind == "hccl"), None)
+    first_update = True
+    for j, (kind, item, logical) in enumerate(plan):
+        need: list[int] = []
+        if kind == "op":
+            for x in item.inputs:
+                p = producer.get(x.name)
+                if p is not None and plan[p][2] != logical:
+                    need.append(p)
+            if item.phase == "update" and hccl_at is not None and first_update and j > hccl_at:
+                need.append(hccl_at)
+                first_update = False
+            for x in item.outputs:
+                producer[x.name] = j
+        elif last_bp >= 0:
+            need.append(last_bp)
+        if need:
+            waits[j] = sorted(set(need))
+    return waits
+
+
+def _event_info(kind: str) -> TaskInfo:
+    return TaskInfo(kind, kind, kind, kind, f"{kind}_SQE")
 
 
 def _context(cost: OpCost) -> int:

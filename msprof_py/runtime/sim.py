@@ -32,6 +32,7 @@ from msprof_py.runtime.workloads import Workload, get_workload
 
 JITTER_SIGMA = 0.02
 STEP_GAP_SIGMA = 0.05
+HOST_SPEED_SIGMA = 0.03  # per-iteration host speed: all of an iteration's host costs scale together
 SET_DEVICE_NS = 1_200_000  # aclrtSetDevice opens the device: ~1.2 ms
 DEVICE_STAGGER_NS = 37_000  # device threads start slightly apart
 
@@ -104,10 +105,10 @@ class _Run:
         if self.on:
             self.names.register_record_types()
         progs, ready = self._setup()
-        start, end, h0, sync_end = self._timeline(progs, ready)
+        start, end, h0, sync_end, speed, H = self._timeline(progs, ready)
         for d, prog in enumerate(progs):
-            self.em.block(d, prog, start[d], end[d], h0[d])
-            self.em.sync(d, h0[d] + prog.launch_end_ns, sync_end[d])
+            self.em.block(d, prog, start[d], end[d], h0[d], speed[d])
+            self.em.sync(d, h0[d] + H[d], sync_end[d])
         end_ns = self._teardown(progs, sync_end)
         truth, steps = self.em.finish()
         return SimResult(self.spec, self.clock, list(range(self.D)), self.pid, "python3", int(end_ns), truth, steps)
@@ -158,7 +159,8 @@ class _Run:
 
     # ------------------------------------------------------------------ device timeline
     def _timeline(self, progs: list[Program], ready: np.ndarray):
-        """Start/end of every task ``(D, K, T)``, host iteration starts ``h0 (D, K)`` and sync ends."""
+        """Start/end of every task ``(D, K, T)``, host iteration starts ``h0 (D, K)``, sync ends, the
+        host speed factors ``(D, K)`` and the launch ends ``(D, K)`` (offsets from ``h0``)."""
         tm = progs[0].tasks
         T, K, D = len(tm), self.K, self.D
         for p in progs[1:]:
@@ -171,15 +173,17 @@ class _Run:
         dur = np.maximum(1, np.rint(base[:, None, :] * jit)).astype(np.int64)
         del jit
         step_gap = (self.wl.step_gap_us * 1000 * self.rng.lognormal(0.0, STEP_GAP_SIGMA, size=(D, K))).astype(np.int64)
-        submit = np.array(tm.submit_ns, dtype=np.int64)
-        H = np.array([p.launch_end_ns for p in progs], dtype=np.int64)
+        speed = self.rng.lognormal(0.0, HOST_SPEED_SIGMA, size=(D, K))
+        # host offsets of an iteration scale together (order and nesting are kept)
+        submit = np.rint(np.array(tm.submit_ns, dtype=np.float64)[None, None, :] * speed[:, :, None]).astype(np.int64)
+        H = np.rint(np.array([p.launch_end_ns for p in progs], dtype=np.float64)[:, None] * speed).astype(np.int64)
         start = np.empty((D, K, T), np.int64)
         end = np.empty((D, K, T), np.int64)
         h0 = np.empty((D, K), np.int64)
         sync_end = np.empty((D, K), np.int64)
         if D == 1 or not tm.barriers:
             for d in range(D):  # rows = iterations, times relative to each iteration's h0
-                st, en = schedule(np.broadcast_to(submit, (K, T)), dur[d], segs, gap)
+                st, en = schedule(submit[d], dur[d], segs, gap)
                 length = np.maximum(H[d], en.max(axis=1)) + apis.SYNC_RETURN_NS
                 h0[d] = ready[d] + np.concatenate(([0], np.cumsum(length + step_gap[d])[:-1]))
                 start[d] = st + h0[d][:, None]
@@ -188,9 +192,9 @@ class _Run:
         else:
             h = ready.copy()
             for k in range(K):  # rows = devices, absolute times (the barriers couple them)
-                st, en = schedule(h[:, None] + submit[None, :], dur[:, k, :], segs, gap)
+                st, en = schedule(h[:, None] + submit[:, k, :], dur[:, k, :], segs, gap)
                 start[:, k], end[:, k] = st, en
                 h0[:, k] = h
-                sync_end[:, k] = np.maximum(h + H, en.max(axis=1)) + apis.SYNC_RETURN_NS
+                sync_end[:, k] = np.maximum(h + H[:, k], en.max(axis=1)) + apis.SYNC_RETURN_NS
                 h = sync_end[:, k] + step_gap[:, k]
-        return start, end, h0, sync_end
+        return start, end, h0, sync_end, speed, H

@@ -267,7 +267,8 @@ def naive_tasks(prof: Path) -> list[tuple]:
             if h is None:
                 rows.append((*key, d["time"], d["dur"], "?", INVALID, 0, -1, "device_only"))
             else:
-                rows.append((*key, d["time"], d["dur"], h["op"], h["model"], index_of(h["model"], d["time"]), h["conn"],
+                idx = h["req"] if h["req"] > 0 else index_of(h["model"], d["time"])
+                rows.append((*key, d["time"], d["dur"], h["op"], h["model"], idx, h["conn"],
                              "matched" if len(hs) == 1 else "fifo"))
         used = 1 if len(hs) == 1 and ds else min(len(hs), len(ds))
         for h in hs[used:]:

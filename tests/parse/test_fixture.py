@@ -62,9 +62,11 @@ def test_facts_built_into_the_fixture(small_prof: Path) -> None:
     s5 = dev[dev["stream_id"] == 5].sort_values("start_ns")
     assert list(zip(s5["task_id"], s5["batch_id"])) == [(0, 0), (1, 0), (65534, 0), (65535, 0), (0, 1), (1, 1)]
     assert list(s5["op_name"]) == [f"aclnnAdd_Add_{i}" for i in (0, 1, 2, 3, 5, 6)]
-    # dynamic model 2: iterations 1, 2 complete; the open third is discarded -> index 0
+    # dynamic model 2: index from the ModelExecute event's request id (msprof's AscendTask);
+    # the third iteration is still open at the end, so it has no step row (iter_id 0)
     m2 = dev[dev["model_id"] == 2].sort_values("start_ns")
-    assert list(m2["index_id"]) == [1, 1, 2, 2, 0, 0]
+    assert list(m2["index_id"]) == [1, 1, 2, 2, 3, 3]
+    assert list(m2["iter_id"]) == [4, 4, 5, 5, 0, 0]
     # device-only task kept and named by its device type
     do = t[t["match"] == "device_only"]
     assert list(zip(do["stream_id"], do["task_id"], do["op_name"])) == [(9, 7, "EVENT_RECORD_SQE")]

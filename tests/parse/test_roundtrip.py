@@ -40,7 +40,22 @@ def _compare(prof: Path, truth: pd.DataFrame, tick_ns: float, check_iterations: 
     assert (np.abs(m["start_ns"] - m["start_ns_truth"]) <= tick_ns).all()
     assert (np.abs(m["dur_ns"] - m["dur_ns_truth"]) <= tick_ns).all()
     if check_names:
-        assert (m["op_name"].astype(str) == m["op_name_truth"].astype(str)).all()
+        # tasks with op info carry the op's name and types (msprof's TaskInfo rows)
+        op = m[m["op_type"].astype(str) != "N/A"]
+        assert len(op) and (op["op_name"].astype(str) == op["op_name_truth"].astype(str)).all()
+        assert (op["op_type"].astype(str) == op["op_type_truth"].astype(str)).all()
+        assert (op["task_type"].astype(str) == op["task_type_truth"].astype(str)).all()
+        # the rest are named by their runtime task type, as msprof does (no TaskInfo for them)
+        rest = m[m["op_type"].astype(str) == "N/A"]
+        assert (rest["op_name"].astype(str) == rest["host_task_type_truth"].astype(str)).all()
+        assert (m["host_task_type"].astype(str) == m["host_task_type_truth"].astype(str)).all()
+        # HCCL sub-tasks belong to their big op through comm_tasks
+        hccl = m[m["task_type_truth"].astype(str) == "HCCL"]
+        if len(hccl):
+            ct = s.comm_tasks.merge(hccl, on=["device_id", "stream_id", "task_id", "start_ns"], suffixes=("", "_m"))
+            assert len(ct) == len(hccl)
+            assert set(ct["op_name"].astype(str)) <= set(s.communication["op_name"].astype(str))
+            assert (hccl["task_type"].astype(str) == "HCCL").all()
     if check_iterations:
         assert (m["model_id"] == m["model_id_truth"]).all()
         assert (m["index_id"] == m["index_id_truth"]).all()
@@ -63,12 +78,17 @@ def test_collector_stand_in_round_trip(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not HAVE_RUNTIME, reason="msprof_py.runtime.sim has not landed yet")
-@pytest.mark.parametrize("workload, devices", [("resnet50", 2), ("bert", 1), ("llm_decoder", 1), ("single_op", 1)])
-def test_simulator_round_trip(tmp_path: Path, workload: str, devices: int) -> None:
+@pytest.mark.parametrize("workload, devices, task_id_start", [("resnet50", 2, 0), ("resnet50", 2, 65530),
+                                                             ("bert", 1, 65530), ("llm_decoder", 1, 65530),
+                                                             ("single_op", 1, 65530)])
+def test_simulator_round_trip(tmp_path: Path, workload: str, devices: int, task_id_start: int) -> None:
+    """task_id_start near 65535 makes the user streams wrap (flips on host and device)."""
     from msprof_py.runtime import workloads
     from msprof_py.runtime.sim import run
 
     res = collect(workloads.get_workload(workload), output=tmp_path, devices=devices, iterations=3, seed=1,
-                  fixed_clock=True, runner=run)
+                  fixed_clock=True, runner=run, task_id_start=task_id_start)
+    if task_id_start:
+        assert (res.sim.truth["batch_id"] > 0).any()
     tick = 1000.0 / float(res.sim.spec.hwts_frequency_mhz)
     _compare(res.prof_dir, res.sim.truth, tick, check_iterations=True)

@@ -33,13 +33,13 @@ def snapshot(d: Path) -> dict:
 def test_compare_a_dump_from_the_environment_variable(short_dir):
     d = short_dir / "d"
     run_and_dump(deep_mlp(layers=8), str(d), seed=1, faults=(Fault("fc5"),))
-    r = invoke("--atol=0.005", "--rtol=0.2", "--show_graph=True", "--max_cores", "2",
+    r = invoke("--atol=0.005", "--rtol=0.2", "--show_graph=False", "--max_cores", "2",
                env={"DUMP_MEMORY_PATH": str(d)})
     assert r.exit_code == 0, r.output
     assert "error starts at: fc5_bias5_gelu5" in r.output and "computation error" in r.output
     df = pd.read_csv(d / "result" / "cpu_vs_npu.csv")
     assert len(df) == 10 and df["op_name"].iloc[0].startswith("fc0_bias0_gelu0(")
-    assert (d / "result" / "fc5_bias5_gelu5_hist.png").is_file()
+    assert not list((d / "result").glob("*.png"))
 
 
 def test_flags_accept_the_seed_spelling_and_bare_flags(short_dir):

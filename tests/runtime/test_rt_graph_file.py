@@ -85,3 +85,11 @@ def test_unknown_workload_and_bad_params() -> None:
         get_workload("bert", colour="red")
     with pytest.raises(WorkloadError):
         run("resnet50", devices=0)
+
+
+def test_readme_example_graph_is_valid(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("### User graph files", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    g = load_graph_file(_write(tmp_path, block))
+    assert [op.type for op in g.ops] == ["MatMulV2", "Gelu"]
+    assert len(run(g, iterations=2).truth_steps) == 2

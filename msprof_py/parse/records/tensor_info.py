@@ -34,10 +34,11 @@ def decode(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
     digests, where = [], []
     for p_i, part in enumerate(parts.parts):
         for first_index, rows in part.byte_rows():
-            words = rows[:, 32:256]
+            # bytes 32..256 of each record as 28 little-endian u64 columns (a strided view)
+            words = np.ndarray((len(rows), 28), dtype="<u8", buffer=rows, offset=32, strides=(rows.strides[0], 8))
             h = np.full(len(rows), 0x84222325CBF29CE4, np.uint64)
-            for j in range(0, 224, 8):
-                h ^= words[:, j:j + 8].copy().view("<u8")[:, 0]
+            for j in range(28):
+                h ^= words[:, j]
                 h *= np.uint64(0x100000001B3)
                 h ^= h >> np.uint64(29)
             digests.append(h)
