@@ -412,9 +412,10 @@ def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> P
         ctx.warnings.warn(f"{path.name}: {p} (viewers drop or misdraw such events)")
     changed = tl.fit_viewer(skip=set(ctx.rendered))
     if changed:
-        ctx.notes.append(f"{path.name}: {changed} slices end within 0.5 us of their parent's end; their dur was "
-                         "written up to 0.5 us shorter so they stay nested in viewers that read ts as doubles "
-                         "(0.25 us resolution at epoch times); exact durations are in the summaries")
+        ctx.notes.append(f"{path.name}: {changed} slices end within 1 us of their parent's end or their next "
+                         "sibling's start; their dur was written up to 1 us shorter so they stay nested in viewers "
+                         "that read ts as doubles (0.25 us resolution at epoch times); exact durations are in the "
+                         "summaries")
     size = 0
     with atomic_open(path) as fp:
         for c in json_array(tl.chunks(ctx)):

