@@ -371,3 +371,20 @@ def test_parallel_measurement_gives_the_same_results(tmp_path, monkeypatch):
     three = tune("resnet50", job_type=2, output=tmp_path / "3", env=_env(tmp_path / "3"), tune_ops_file=ops)
     assert one.document[1] == three.document[1]
     assert json.loads(three.provenance_path.read_text())["te_parallel_compiler"] == 3
+
+
+def test_cli_tune_graph_file_and_bad_output(tmp_path, monkeypatch):
+    graph = Path(__file__).resolve().parents[1] / "fixtures" / "graphs" / "mlp_train.json"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TUNE_BANK_PATH", raising=False)
+    monkeypatch.delenv("ASCEND_CACHE_PATH", raising=False)
+    r = CliRunner().invoke(cli, ["tune", "--job_type", "1", "--graph", str(graph), "--output", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    (res,) = [p for p in (tmp_path / "o").glob("aoe_result_sgat_*_pid*.json") if "provenance" not in p.name]
+    assert S.validate(json.loads(res.read_text())) == []
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = CliRunner().invoke(cli, ["tune", "--job_type", "2", "--graph", str(graph), "--output", str(blocker / "o")])
+    assert r.exit_code == 2 and "cannot create the result directory" in r.output
+    r = CliRunner().invoke(cli, ["tune", "--job_type", "2", "--graph", str(tmp_path / "missing.json")])
+    assert r.exit_code != 0 and "missing.json" in r.output and "Traceback" not in r.output

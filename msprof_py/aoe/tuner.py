@@ -43,7 +43,7 @@ from msprof_py.aoe.measure import DEFAULT_ITERATIONS, SimMeasurer
 from msprof_py.aoe.ops import (OpFilter, find_subgraphs, fuse, load_tune_ops_file, op_key, op_signature,
                                select_ops, subgraph_key, subgraph_signature)
 from msprof_py.aoe.writer import ResultWriter
-from msprof_py.errors import InvalidParamError, MsprofError, WarningLog
+from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, WarningLog
 
 if TYPE_CHECKING:
     from msprof_py.runtime.cost import TuneChoice
@@ -117,6 +117,10 @@ def tune(target: Any, *, job_type: int | None = None, tune_ops_file: str | os.Pa
     wl = resolve(target)
     name = tuning_name or f"sim_{wl.name}"
     out_dir = Path(output) if output is not None else paths.work_dir(e, cwd)
+    try:  # fail before any work is done
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InvalidPathError(f"{out_dir}: cannot create the result directory ({err.strerror})") from None
     now = datetime.now()
     mode = "opat" if job == paths.JOB_OPAT else "sgat"
     if writer is None:

@@ -78,3 +78,18 @@ def test_op_perf_agrees_with_the_profilers_task_durations(small_resnet, tmp_path
     assert (diff <= 20 * by_op["count"].to_numpy() + 1).all()
     total = ours["mcu_cycle"].sum() / F
     assert total == pytest.approx(tasks["dur_ns"].sum(), rel=1e-3)
+    # and the exported op_summary (Task Duration in us), the table users read
+    from click.testing import CliRunner
+
+    from msprof_py.cli import cli
+
+    r = CliRunner().invoke(cli, ["export", "--output", str(tmp_path / "prof")])
+    assert r.exit_code == 0, r.output
+    (summary,) = sorted((tmp_path / "prof").rglob("op_summary_0.csv"))
+    op_sum = pd.read_csv(summary)
+    op_sum = op_sum[op_sum["Op Name"].isin(set(ours.index))]
+    per_op = op_sum.groupby("Op Name")["Task Duration(us)"].agg(["sum", "count"])
+    assert set(per_op.index) == set(ours.index)
+    diff_us = np.abs(ours.loc[per_op.index, "mcu_cycle"].to_numpy(dtype=float) / F / 1000 - per_op["sum"].to_numpy())
+    assert (diff_us <= 0.021 * per_op["count"].to_numpy() + 1e-6).all()
+    assert ours["mcu_cycle"].sum() / F / 1000 == pytest.approx(op_sum["Task Duration(us)"].sum(), rel=1e-3)

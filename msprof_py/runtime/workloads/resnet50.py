@@ -4,7 +4,8 @@ Activations are FLOAT16 in NC1HWC0 (channels in groups of 16), filters in FRACTA
 statistics in FLOAT.  Forward ops are phase "fp" (Conv2D, BNTrainingReduce, BNTrainingUpdate,
 Relu, Add, MaxPool, TransData, MatMulV2, SoftmaxCrossEntropyWithLogits), backward ops "bp"
 (Conv2DBackpropInput/Filter, BNTrainingReduceGrad/UpdateGrad, ReluGradV2, AddN, ...), optimizer
-ops "update" (one ApplyMomentum per parameter).  Names follow the framework scope
+ops "update" (one ApplyMomentum per parameter), then a dynamic-shape AI CPU op for the
+accuracy metric (``NonZero``, launched every execution).  Names follow the framework scope
 (``resnet50/layer1/0/conv1/Conv2D``, ``gradients/.../Conv2DBackpropFilter``).
 """
 from __future__ import annotations
@@ -92,6 +93,9 @@ class _ResNet:
         b.output(loss)
         self.backward(dlogits, flat, fc_w, pooled, x)
         self.update()
+        # top-1 hits for the accuracy metric: an AI CPU op with a data-dependent (dynamic) shape
+        hits = b.op("metrics/accuracy/NonZero", "NonZero", [logits], [((n, 2), "INT64")], dynamic=True)[0]
+        b.output(hits)
         return b.graph
 
     def backward(self, dlogits: Tensor, flat: Tensor, fc_w: Tensor, pooled: Tensor, last: Tensor) -> None:
