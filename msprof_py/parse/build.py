@@ -15,7 +15,6 @@ from msprof_py.parse.host import HostData, load_host
 from msprof_py.parse.join import join_device
 from msprof_py.parse.session import result_dirs
 from msprof_py.parse.steps import assign, build_steps
-from msprof_py.raw.common import INVALID_U32
 
 CATEGORY_COLS = ("op_name", "op_type", "task_type", "host_task_type", "device_task_type", "op_state",
                  "hf32_eligible", "kernel_name", "input_shapes", "input_data_types", "input_formats",

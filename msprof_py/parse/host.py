@@ -10,7 +10,6 @@ Output (``HostData``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,7 +24,7 @@ from msprof_py.parse.reader import discover_host
 from msprof_py.parse.records import (api_event, context_id_info, node_basic_info, simple, task_track,
                                      tensor_info)
 from msprof_py.parse.records.dictionaries import Dictionaries
-from msprof_py.parse.records.host_common import HostParts, load_parts
+from msprof_py.parse.records.host_common import load_parts
 from msprof_py.raw import (api_event as raw_api, context_id_info as raw_ctx, fusion_op_info as raw_fusion,
                            graph_id_map as raw_graph, hash_dic as raw_hash, hccl_info as raw_hccl_info,
                            hccl_op_info as raw_hccl_op, memcpy_info as raw_memcpy, node_basic_info as raw_node,
@@ -55,10 +54,6 @@ class HostData:
     fusion: pd.DataFrame
     graph_ids: pd.DataFrame
     dicts: Dictionaries = field(default_factory=Dictionaries)
-
-
-def _empty_parts() -> HostParts:
-    return HostParts([])
 
 
 def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
@@ -309,12 +304,6 @@ def _codes_in(threads: pd.Index, values: np.ndarray) -> np.ndarray:
     """Thread ids -> the call tree's thread codes (unknown threads get a code no API has)."""
     pos = threads.get_indexer(np.asarray(values))
     return np.where(pos >= 0, pos, len(threads) + 1).astype(np.int64)
-
-
-def _level_names(levels: np.ndarray) -> np.ndarray:
-    uniq, inv = np.unique(levels, return_inverse=True)
-    return np.array([LEVEL_NAMES.get(int(u), str(int(u))) for u in uniq], dtype=object)[inv] if len(levels) else \
-        np.zeros(0, object)
 
 
 def _all_export(rd: ResultDir) -> bool:

@@ -7,20 +7,31 @@ import pandas as pd
 
 
 def group_codes(*columns: np.ndarray) -> np.ndarray:
-    """Dense int64 codes (0..K-1) for the composite key of ``columns`` (equal rows, equal code)."""
+    """Dense int64 codes (0..K-1, in key order) for the composite key of integer ``columns``.
+
+    When the value ranges fit in 62 bits together the columns are packed into one int64 and
+    factorized once; otherwise they are factorized column by column."""
     n = len(columns[0]) if columns else 0
+    if n == 0:
+        return np.zeros(0, np.int64)
+    cols = [np.asarray(c).astype(np.int64, copy=False) for c in columns]
+    lows = [int(c.min()) for c in cols]
+    bits = [(int(c.max()) - lo).bit_length() for c, lo in zip(cols, lows)]
+    if sum(bits) <= 62:
+        packed = np.zeros(n, np.int64)
+        for c, lo, b in zip(cols, lows, bits):
+            packed = (packed << np.int64(b)) | (c - np.int64(lo))
+        return pd.factorize(packed, sort=True)[0].astype(np.int64)
     code = np.zeros(n, np.int64)
     size = 1
-    for col in columns:
-        c, uniques = pd.factorize(np.asarray(col), sort=True)
+    for col in cols:
+        c, uniques = pd.factorize(col, sort=True)
         code = code * max(len(uniques), 1) + c
         size *= max(len(uniques), 1)
         if size > 2 ** 40:  # re-densify before the product can overflow
             code, u = pd.factorize(code, sort=True)
             size = max(len(u), 1)
-    if columns:
-        code = pd.factorize(code, sort=True)[0].astype(np.int64)
-    return code
+    return pd.factorize(code, sort=True)[0].astype(np.int64)
 
 
 def last_le(keys: np.ndarray, times: np.ndarray, qkeys: np.ndarray, qtimes: np.ndarray) -> np.ndarray:

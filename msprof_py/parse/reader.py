@@ -64,18 +64,6 @@ def _list(data_dir: Path) -> list[str]:
         return []
 
 
-def read_bytes(stream: Stream) -> np.ndarray:
-    """All slices of ``stream`` in one uint8 buffer (one copy; files are never written)."""
-    sizes = stream.sizes
-    buf = np.empty(sum(sizes), dtype=np.uint8)
-    pos = 0
-    for path, size in zip(stream.paths, sizes):
-        with open(path, "rb") as f:
-            got = f.readinto(memoryview(buf)[pos:pos + size])
-        pos += got or 0
-    return buf[:pos]
-
-
 def locate(stream: Stream, offset: int, sizes: list[int] | None = None) -> tuple[Path, int]:
     """Map a byte offset in the concatenated stream to ``(slice file, offset in that file)``."""
     sizes = stream.sizes if sizes is None else sizes
@@ -140,12 +128,6 @@ class Decoded:
 
     def where(self, index: int) -> tuple[Path, int]:
         return locate(self.stream, self.head + index * self.itemsize)
-
-    def mask_where(self, mask: np.ndarray) -> tuple[Path, int] | None:
-        """(file, offset) of the first record where ``mask`` is True, or None."""
-        if not mask.any():
-            return None
-        return self.where(int(np.argmax(mask)))
 
 
 def _map(path: Path, size: int) -> np.ndarray:
@@ -218,7 +200,11 @@ def check_stream(decoded: Decoded) -> None:
     and offset."""
     index = 0
     for chunk in decoded.chunks:
-        if len(chunk) and ((chunk["magic"] != MAGIC).any() or not _KNOWN_LEVEL[chunk["level"]].all()):
+        if not len(chunk):
+            continue
+        # magic | level << 16 as one strided u32 read per record
+        head = np.ndarray((len(chunk),), dtype="<u4", buffer=chunk.view(np.uint8), strides=(decoded.itemsize,))
+        if ((head & 0xFFFF) != MAGIC).any() or not _KNOWN_LEVEL[head >> 16].all():
             try:
                 check_host_records(chunk, "<stream>", 0)
             except CorruptRecordError as err:

@@ -8,7 +8,6 @@ bits of taskId, i.e. ``batch_id``), MAINTENANCE records are dropped, the rest ar
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from msprof_py.parse.records.dictionaries import Dictionaries
 from msprof_py.parse.records.host_common import HostParts
