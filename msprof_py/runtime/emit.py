@@ -164,7 +164,8 @@ class Emitter:
         phase = np.array(tm.phase)
         fp = np.flatnonzero(model & (phase == "fp"))
         bp = np.flatnonzero(model & (phase == "bp"))
-        ar = np.flatnonzero(model & (phase == "allreduce"))
+        segs = sorted({p for p in phase.tolist() if p.startswith("allreduce")}, key=lambda p: int(p[9:] or 0))
+        ar = [np.flatnonzero(model & (phase == p)) for p in segs]
         mi = np.flatnonzero(model)
         nk = len(idx)
         training = bool(prog.training and len(fp) and len(bp))
@@ -177,7 +178,7 @@ class Emitter:
             "bp_sim_ns": en[:, bp[-1]] if training else np.full(nk, -1, np.int64),
             # for the ts_track records only
             "_training": training, "_first_tid": tid[:, mi[0]], "_last_tid": tid[:, mi[-1]],
-            "_ar": (st[:, ar[0]], en[:, ar[-1]]) if len(ar) else None, "_stream": prog.main_stream,
+            "_ar": [(st[:, a[0]], en[:, a[-1]]) for a in ar], "_stream": prog.main_stream,
         }
 
     def _stars(self, d, st, en, stream, tid, sqe_t, ffts_t, ctx_t) -> None:
@@ -217,9 +218,9 @@ class Emitter:
             if steps["_training"]:
                 tags.append((ts_track.TAG_FP, steps["fp_sim_ns"], steps["_first_tid"]))
                 tags.append((ts_track.TAG_BP, steps["bp_sim_ns"], steps["_last_tid"]))
-                if steps["_ar"] is not None:
-                    tags.append((ts_track.TAG_ALL_REDUCE_BASE, steps["_ar"][0], steps["_last_tid"]))
-                    tags.append((ts_track.TAG_ALL_REDUCE_BASE + 1, steps["_ar"][1], steps["_last_tid"]))
+                for n, (ar_start, ar_end) in enumerate(steps["_ar"]):  # even tag = start, odd = end
+                    tags.append((ts_track.TAG_ALL_REDUCE_BASE + 2 * n, ar_start, steps["_last_tid"]))
+                    tags.append((ts_track.TAG_ALL_REDUCE_BASE + 2 * n + 1, ar_end, steps["_last_tid"]))
                 tags.append((ts_track.TAG_ITER_END, steps["end_sim_ns"], steps["_last_tid"]))
             tags.append((ts_track.TAG_MODEL_END, steps["end_sim_ns"] + MODEL_END_AFTER_NS, steps["_last_tid"]))
             for tag, t, tk in tags:

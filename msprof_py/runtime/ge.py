@@ -9,9 +9,11 @@ dynamic-shape ops at the head/tail of the graph (aging node_basic_info, op_state
 output copies (D2H), inside a Model-level ``ModelExecute`` event pair whose requestId is the
 iteration's index_id.
 
-With several devices a training graph gets an ``hcom_allReduce_`` op on a communication stream
-after the last backward op (ring all-reduce of the weights' bytes, :mod:`msprof_py.runtime.hccl`);
-the update ops wait for it.
+With several devices a training graph gets ``hcom_allReduce_`` ops on a communication stream:
+the gradients are all-reduced in segments (:func:`msprof_py.runtime.hccl.gradient_segments`), each
+launched after the backward op that completes it, so communication overlaps the rest of the
+backward pass; the update ops wait for the last segment.  Cross-stream waits are EVENT_RECORD /
+EVENT_WAIT tasks.
 
 Single-op mode: every op is an ``aclnnXxxGetWorkspaceSize`` + ``aclnnXxx`` pair launching a fresh
 task (aging records) every iteration.
@@ -161,9 +163,18 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
     # (an EVENT_RECORD after the producer on its stream, an EVENT_WAIT before the consumer)
     plan: list[tuple[str, object, object]] = [("op", op, op.stream) for op in body]
     if with_hccl:
-        allreduce = hccl.AllReduce.for_graph(graph, devices, device_id, spec)
-        plan.insert(last_bp + 1, ("hccl", allreduce, "comm"))
-    waits = _cross_stream_waits(plan, last_bp)
+        # gradients of a backward op: its outputs shaped like a weight (dW, dGamma...)
+        weight_shapes = {(w.shape, w.dtype) for w in graph.weights}
+        bp_at = [i for i, op in enumerate(body) if op.phase == "bp"] or [last_bp]
+        grads = [sum(t.nbytes for t in body[i].outputs if (t.shape, t.dtype) in weight_shapes) for i in bp_at]
+        segments = hccl.gradient_segments(grads, sum(w.nbytes for w in graph.weights))
+        for n_seg, (k, nbytes) in reversed(list(enumerate(segments))):
+            ar = hccl.AllReduce.for_graph(graph, devices, device_id, spec, nbytes, n_seg)
+            plan.insert(bp_at[k] + 1, ("hccl", ar, "comm"))
+        for j, (kind, item, _) in enumerate(plan):
+            if kind == "hccl":
+                item.after = j - 1  # inserted right after the op that completes its gradients
+    waits = _cross_stream_waits(plan)
     recorded = {p for ws in waits.values() for p in ws}
 
     # ---- load: launch every static node once, static task ids per physical stream
@@ -207,7 +218,7 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
             subs = [new_task(logical) for _ in item.subtasks]
             t = item.load_records(load, t, subs[0][0], [x[1] for x in subs]) + apis.OP_GAP_NS
             for sub, (s, tid, split_from) in zip(item.subtasks, subs):
-                model_tasks.append(("hccl", sub, s, tid, split_from, j))
+                model_tasks.append(("hccl", (sub, j), s, tid, split_from, j))
         if j in recorded:
             event_task("EVENT_RECORD", logical, j)
     load_end = t + 2 * apis.US
@@ -240,6 +251,7 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
 
     stream_last: dict[int, int] = {}
     record_task: dict[int, int] = {}  # plan index -> template index of its EVENT_RECORD
+    hccl_rank = {j: n for n, j in enumerate(j for j, (kind, _, _) in enumerate(plan) if kind == "hccl")}
     for kind, item, s, tid, split_from, j in model_tasks:
         deps: list[int] = []
         if s not in stream_last:
@@ -252,8 +264,9 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
             i = tmpl.add(stream=s, fresh=False, dur_ns=cost.duration_ns, submit_ns=submit, info=op_task_info(op, cost),
                          task_id=tid, model_task=True, phase=op.phase, deps=deps, context_id=_context(cost))
         elif kind == "hccl":
-            i = tmpl.add(stream=s, fresh=False, dur_ns=item.dur_ns, submit_ns=submit, info=item.info, task_id=tid,
-                         model_task=True, phase="allreduce", deps=deps, barrier=item.barrier)
+            sub, seg = item[0], hccl_rank[item[1]]
+            i = tmpl.add(stream=s, fresh=False, dur_ns=sub.dur_ns, submit_ns=submit, info=sub.info, task_id=tid,
+                         model_task=True, phase=f"allreduce{seg}", deps=deps, barrier=sub.barrier)
         else:  # EVENT_RECORD after the producer / EVENT_WAIT for a producer's record
             if kind == "EVENT_WAIT":
                 deps.append(record_task[item])
@@ -327,12 +340,13 @@ def _fresh_op(tmpl: Template, host: _Host, op: Op, cost: OpCost, c: int, stream:
                             task_id=0, batch=0, ref=ref) + apis.OP_GAP_NS
 
 
-def _cross_stream_waits(plan: list[tuple[str, object, object]], last_bp: int) -> dict[int, list[int]]:
+def _cross_stream_waits(plan: list[tuple[str, object, object]]) -> dict[int, list[int]]:
     """Plan index -> plan indices it must wait for on another stream (data edges across streams,
-    the all-reduce after the last backward op, the first update op after the all-reduce)."""
+    each all-reduce segment after the backward op completing its gradients, the first update op
+    after the last segment)."""
     producer: dict[str, int] = {}
     waits: dict[int, list[int]] = {}
-    hccl_at = next((j for j, (kind, _, _) in enumerate(plan) if kind == "hccl"), None)
+    hccl_at = max((j for j, (kind, _, _) in enumerate(plan) if kind == "hccl"), default=None)
     first_update = True
     for j, (kind, item, logical) in enumerate(plan):
         need: list[int] = []
@@ -346,8 +360,8 @@ def _cross_stream_waits(plan: list[tuple[str, object, object]], last_bp: int) ->
                 first_update = False
             for x in item.outputs:
                 producer[x.name] = j
-        elif last_bp >= 0:
-            need.append(last_bp)
+        elif item.after >= 0:
+            need.append(item.after)
         if need:
             waits[j] = sorted(set(need))
     return waits

@@ -37,6 +37,8 @@ from typing import Any
 
 from msprof_py.errors import WorkloadError
 from msprof_py.raw.tensor_info import FORMATS
+from msprof_py.runtime.cost import op_cost
+from msprof_py.runtime.device import ATLAS_A2
 from msprof_py.runtime.graph import DTYPE_BYTES, TASK_TYPES, Graph, Op, Tensor
 
 PHASES = ("", "fp", "bp", "update")
@@ -164,7 +166,16 @@ def load_graph_file(path: str | os.PathLike[str], batch: int | None = None) -> G
         dynamic = o.get("dynamic", False)
         if not isinstance(dynamic, bool):
             raise w.fail(where, "\"dynamic\" must be true or false")
-        ops.append(Op(oname, otype, ins, outs, dict(attrs), task_type, stream, phase, tuple(fused), dynamic))
+        if otype.lower().startswith("hcom"):
+            raise w.fail(where, f"communication op type {otype!r}: the runtime inserts the all-reduce itself "
+                                "for --devices N (remove this op)")
+        op = Op(oname, otype, ins, outs, dict(attrs), task_type, stream, phase, tuple(fused), dynamic)
+        try:
+            op_cost(op, ATLAS_A2)  # shapes the op type's FLOPs formula cannot use fail here, with the op named
+        except (IndexError, ValueError, ZeroDivisionError, KeyError) as err:
+            shapes = "; ".join(str(list(t.shape)) for t in ins) or "none"
+            raise w.fail(where, f"op type {otype!r} cannot run on inputs of shapes {shapes} ({err})") from None
+        ops.append(op)
     out_names = doc.get("outputs")
     if out_names is None:
         outputs = list(ops[-1].outputs)

@@ -62,11 +62,15 @@ class AllReduce:
     ranks: int
     rank: int
     subtasks: list[SubTask]
+    after: int = -1  # GE plan index of the backward op whose gradient completes this segment
+
 
     @classmethod
-    def for_graph(cls, graph: Graph, ranks: int, rank: int, spec: DeviceSpec) -> "AllReduce":
-        nbytes = sum(w.nbytes for w in graph.weights)
-        name = f"hcom_allReduce__{len(graph.ops) % 1000:03d}_0_1"
+    def for_graph(cls, graph: Graph, ranks: int, rank: int, spec: DeviceSpec, nbytes: int | None = None,
+                  segment: int = 0) -> "AllReduce":
+        """The all-reduce of ``nbytes`` (default: all the weights' bytes), gradient segment ``segment``."""
+        nbytes = sum(w.nbytes for w in graph.weights) if nbytes is None else nbytes
+        name = f"hcom_allReduce__{len(graph.ops) % 1000:03d}_{segment}_1"
         chunk = -(-nbytes // ranks)
         lat = int(spec.hccs_latency_us * 1000)
         nxt, prv = (rank + 1) % ranks, (rank - 1) % ranks
@@ -130,3 +134,29 @@ class AllReduce:
             host.rt_api(rt_api, rt0, rt0 + 3 * apis.US)
             host.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, tid, 0, host_type, host_type, 0)
         return end
+
+
+def gradient_segments(bp_outputs: list[int], total_bytes: int, max_segments: int = 2) -> list[tuple[int, int]]:
+    """Split the gradient all-reduce into segments, as GE's all-reduce fusion does.
+
+    Args:
+        bp_outputs: gradient bytes each backward op produces, in launch order.
+        total_bytes: bytes to all-reduce in all.
+    Returns ``(index of the backward op that completes the segment, bytes)`` per segment; a
+    segment closes once it holds ``total / max_segments`` of the gradients, so the first
+    all-reduce overlaps the rest of the backward pass.
+    """
+    produced = sum(bp_outputs)
+    if produced <= 0 or max_segments <= 1 or not bp_outputs:
+        return [(len(bp_outputs) - 1, total_bytes)]
+    out: list[tuple[int, int]] = []
+    acc, done = 0, 0
+    for i, b in enumerate(bp_outputs):
+        acc += b
+        if len(out) < max_segments - 1 and acc >= produced / max_segments and i < len(bp_outputs) - 1:
+            share = total_bytes * acc // produced
+            out.append((i, share))
+            done += share
+            acc = 0
+    out.append((len(bp_outputs) - 1, total_bytes - done))
+    return [seg for seg in out if seg[1] > 0]

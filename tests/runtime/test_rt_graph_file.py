@@ -54,6 +54,10 @@ def _base() -> dict:
     (lambda d: d["inputs"][0].update(format="XYZ"), "unknown format 'XYZ'"),
     (lambda d: d["ops"].append(dict(d["ops"][0])), "op name used twice"),
     (lambda d: d.update(outputs=["zz"]), "unknown tensor 'zz'"),
+    (lambda d: d["ops"][0].update(type="HcomAllReduce"), "the runtime inserts the all-reduce itself"),
+    (lambda d: d["ops"][0].update(type="MatMulV2", inputs=["x"]), "cannot run on inputs of shapes [4, 8]"),
+    (lambda d: d["inputs"][0].update(shape=[]) or d["ops"][0].update(type="BatchMatMul", inputs=["x", "x"]),
+     "cannot run on inputs of shapes [];"),
 ])
 def test_malformed_graph_files(tmp_path: Path, mutate, message: str) -> None:
     doc = _base()

@@ -82,9 +82,13 @@ def test_step_tags_bracket_every_iteration(resnet2) -> None:
         for idx, g in truth.groupby("index_id"):
             tags = steps[steps["index_id"] == idx]
             by = {int(t): int(ts) for t, ts in zip(tags["tag_id"], tags["timestamp"])}
-            assert set(by) == {0, 1, 2, 3, 4, 10000, 10001}
+            reduce_tags = sorted(t for t in by if t >= 10000)
+            assert set(by) - set(reduce_tags) == {0, 1, 2, 3, 4}
+            assert reduce_tags == list(range(10000, 10000 + len(reduce_tags))) and len(reduce_tags) % 2 == 0
             assert by[0] <= g.start_syscnt.min() and g.end_syscnt.max() <= by[4] <= by[1]
-            assert by[0] <= by[2] <= by[3] <= by[10000] <= by[10001] <= by[4]
+            assert by[0] <= by[2] <= by[3] <= by[reduce_tags[-1]] <= by[4]
+            for start_tag in reduce_tags[::2]:  # every segment: start tag, then its end tag
+                assert by[2] <= by[start_tag] <= by[start_tag + 1]
             assert (tags["model_id"] == res.truth_steps.model_id[res.truth_steps.device_id == d].iloc[0]).all()
         st = res.truth_steps[res.truth_steps.device_id == d]
         assert list(st.index_id) == [1, 2, 3]
@@ -208,7 +212,8 @@ def test_cross_stream_dependencies_use_event_tasks(resnet2) -> None:
         g = g.assign(end=g.start_sim_ns + g.dur_ns)
         rec = g[g.host_task_type == "EVENT_RECORD"].sort_values("start_sim_ns")
         wait = g[g.host_task_type == "EVENT_WAIT"].sort_values("start_sim_ns")
-        assert len(rec) == len(wait) == 2  # main -> comm before the all-reduce, comm -> main after it
+        # main -> comm before each all-reduce segment, comm -> main before the update ops
+        assert len(rec) == len(wait) >= 2
         assert (wait.end.to_numpy() >= rec.end.to_numpy()).all()
         assert set(rec.sqe_type.astype(str)) == {"EVENT_RECORD_SQE"}
         hccl_start = g[g.task_type == "HCCL"].start_sim_ns.min()
@@ -231,3 +236,40 @@ def test_device_starts_after_the_host_submits(resnet2) -> None:
     # host iterations are not carbon copies: the per-iteration host speed varies
     gaps = m.groupby(["device_id", "index_id"]).host_ns.min().groupby("device_id").diff().dropna()
     assert gaps.nunique() == len(gaps)
+
+
+def test_ge_splits_a_model_stream_before_its_task_ids_wrap(monkeypatch) -> None:
+    """A static model never wraps a stream (replays must keep their ids): GE moves on to a new stream."""
+    from msprof_py.runtime import ge
+    from msprof_py.runtime.workloads import get_workload
+
+    monkeypatch.setattr(ge, "MAX_MODEL_STREAM_TASKS", 50)
+    res = run(get_workload("bert", batch=2, seq_len=32, layers=2), iterations=2, seed=0)
+    t = res.truth
+    model = t[t.stream_id != 2]
+    per_stream = model[model.index_id == 1].groupby("stream_id").size()
+    assert len(per_stream) >= 2 and per_stream.max() <= 50
+    assert (model.batch_id == 0).all()
+    # the split streams run one after another: each starts after the previous one ends
+    it = model[model.index_id == 1]
+    spans = it.groupby("stream_id").agg(s=("start_sim_ns", "min"), e=("start_sim_ns", "max")).sort_values("s")
+    assert (spans.s.to_numpy()[1:] > spans.e.to_numpy()[:-1]).all()
+
+
+def test_gradient_all_reduce_overlaps_the_backward_pass(resnet2) -> None:
+    """Segmented all-reduce: the first segment runs while backward ops are still running."""
+    _, res = resnet2
+    t = res.truth[(res.truth.device_id == 0) & (res.truth.index_id == 1)]
+    bp = t[t.op_name.astype(str).str.startswith("gradients/")]
+    hc = t[t.task_type == "HCCL"]
+    assert hc.start_sim_ns.min() < (bp.start_sim_ns + bp.dur_ns).max()
+    steps = res.truth_steps
+    assert (steps.bp_sim_ns < steps.end_sim_ns).all()
+
+
+def test_gradient_segments() -> None:
+    from msprof_py.runtime.hccl import gradient_segments
+    assert gradient_segments([0, 0], 100) == [(1, 100)]
+    assert gradient_segments([60, 10, 30], 1000) == [(0, 600), (2, 400)]
+    segs = gradient_segments([5] * 10, 999, max_segments=3)
+    assert sum(b for _, b in segs) == 999 and [i for i, _ in segs] == [3, 7, 9]
