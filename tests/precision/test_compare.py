@@ -162,7 +162,7 @@ def test_same_seed_same_bytes(short_dir):
     for name in ("a", "b"):
         d = short_dir / name
         run_and_dump(tiny_cnn(), str(d), seed=11, faults=(Fault("fc", "overflow"),))
-        locate(compare_dump(str(d), CompareOptions(show_graph=True)))
+        locate(compare_dump(str(d), CompareOptions()))
         outs.append({p.relative_to(d): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()})
-    assert outs[0].keys() == outs[1].keys() and len(outs[0]) > 30
+    assert outs[0].keys() == outs[1].keys() and len(outs[0]) > 25
     assert outs[0] == outs[1]
