@@ -38,6 +38,12 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=1_000_000)
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--db", action="store_true", help="also time the unified DB")
+    ap.add_argument("--workload", default=None,
+                    help="export a real collection instead: collect this workload (resnet50, single_op, ...) "
+                         "with --iterations on the simulated NPU, parse it (not timed), then time the export")
+    ap.add_argument("--static", action="store_true",
+                    help="graph mode: ops launched once and replayed every iteration (few API rows), "
+                         "instead of single-op mode (every task launched)")
     ap.add_argument("--out-dir", default=None,
                     help="where to write (default: a temporary dir on the working disk); e.g. /dev/shm "
                          "to separate formatting cost from disk throughput")
@@ -45,7 +51,17 @@ def main() -> None:
                     help="timeline = msprof_*.json only (not the per-component timeline files)")
     a = ap.parse_args()
     t0 = time.perf_counter()
-    session = make_session(ops=a.tasks // a.iterations, iterations=a.iterations, devices=1, comm=True)
+    if a.workload:
+        from msprof_py.collect import collect
+        from msprof_py.parse.session import load
+
+        res = collect(a.workload, output=tempfile.mkdtemp(dir=a.out_dir), iterations=a.iterations, seed=1)
+        session = load(res.prof_dir)
+        mode = f"collected {a.workload} x{a.iterations} it"
+    else:
+        session = make_session(ops=a.tasks // a.iterations, iterations=a.iterations, devices=1, comm=True,
+                               static=a.static)
+        mode = f"synthetic, {'graph' if a.static else 'single-op'} mode"
     t_build, rss_build = time.perf_counter() - t0, rss_mb()
     kinds = {"timeline", "summary"} | ({"db"} if a.db else set())
     with tempfile.TemporaryDirectory(dir=a.out_dir) as tmp:
@@ -59,6 +75,7 @@ def main() -> None:
                 continue
             ts = time.perf_counter()
             ex.write(session, out, Naming(0 if ex.per_device else None, timestamp="20251121124000"), ctx)
+            # (one device: the synthetic session and a 1-device collection have only device 0)
             times[key] = time.perf_counter() - ts
         wall, cpu = time.perf_counter() - t1, time.process_time() - c1
         outs = [p for p in out.iterdir() if p.is_file()]
@@ -71,8 +88,9 @@ def main() -> None:
     if ctx.warnings:
         print("warnings:", *ctx.warnings, sep="\n  ", file=sys.stderr)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    print(f"| {when} | {platform.node()} ({__import__('os').cpu_count()} cores, Python {platform.python_version()}) "
-          f"| {n_tasks:,} tasks, {n_api:,} API rows | {'+'.join(sorted(kinds))}{' (msprof_*.json only)' if a.only_msprof else ''} | {files} files, {size / 2**20:,.0f} MB "
+    load = __import__("os").getloadavg()[0]
+    print(f"| {when} | {platform.node()} ({__import__('os').cpu_count()} cores, load {load:.1f}, Python {platform.python_version()}) "
+          f"| {n_tasks:,} tasks ({mode}), {n_api:,} API rows | {'+'.join(sorted(kinds))}{' (msprof_*.json only)' if a.only_msprof else ''} | {files} files, {size / 2**20:,.0f} MB "
           f"| {wall:.2f} s (CPU {cpu:.2f} s) to {'tmpfs' if a.out_dir == '/dev/shm' else 'disk'} | {peak:,.0f} MB (session alone {rss_build:,.0f} MB, built in {t_build:.1f} s) |")
 
 
