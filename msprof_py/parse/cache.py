@@ -17,7 +17,7 @@ from typing import Any
 from msprof_py.errors import WarningLog
 from msprof_py.raw.files import FILTER_DIRS
 
-PARSER_VERSION = "parse-1"
+PARSER_VERSION = "parse-2"
 CACHE_DIR = "msprof_py_cache"
 CACHE_FILE = "session.pkl"
 

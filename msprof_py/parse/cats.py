@@ -94,7 +94,8 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
             cat = df[c].array
             codes = np.asarray(cat.codes)
             labels = np.asarray(cat.categories, dtype=object)
-            used = np.unique(codes[codes >= 0])
+            valid = codes[codes >= 0]
+            used = np.flatnonzero(np.bincount(valid, minlength=len(labels))) if len(labels) else valid[:0]
             order = np.argsort(labels[used].astype(str), kind="stable")
             remap = np.full(len(labels), -1, np.int32)
             remap[used[order]] = np.arange(len(used), dtype=np.int32)

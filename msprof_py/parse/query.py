@@ -3,7 +3,7 @@
 One row per (result dir x model): Job Info, Device ID, Dir Name, Collection Time, Model ID,
 Iteration Number (max index id), Top Time Iteration (index ids whose step time ranks <= 5,
 longest first, ties share a rank), Rank ID.  Models are those with GE op tasks on that device
-that also have iterations.  Dirs without iterations show N/A.  Rows sorted by (Job Info,
+that also have iterations (without any GE op data: models whose iterations ran device tasks).  Dirs without iterations show N/A.  Rows sorted by (Job Info,
 Collection Time); each column left-justified to its widest cell and followed by a tab, each
 line followed by a blank line (msprof prints with ``print(..., end="\\t")`` then ``print("\\n")``).
 """
@@ -39,7 +39,11 @@ def query_rows(session) -> list[list[str]]:
 def _models(prof, device_id: int) -> list[tuple[int, int, str]]:
     steps = prof.steps[prof.steps["device_id"] == device_id]
     t = prof.tasks
-    ge = set(t.loc[(t["device_id"] == device_id) & (t["op_type"] != "N/A"), "model_id"].unique().tolist())
+    mine = t[t["device_id"] == device_id]
+    ge = set(mine.loc[mine["op_type"] != "N/A", "model_id"].unique().tolist())
+    if not ge:  # no GE op data (msprof then keeps models whose iterations ran device tasks)
+        ran = set(mine.loc[mine["iter_id"] > 0, "iter_id"].unique().tolist())
+        ge = set(steps.loc[steps["iter_id"].isin(ran), "model_id"].unique().tolist())
     out = []
     for model_id, grp in steps.groupby("model_id", sort=True):
         if model_id not in ge or model_id == INVALID_U32:

@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import orjson
 
 from msprof_py.errors import InvalidParamError, InvalidPathError, WarningLog

@@ -156,7 +156,7 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
     model_id = 1 + device_id if model_id is None else model_id
     head, body, tail = _split_dynamic(graph.ops)
     costs = dict(zip(map(id, graph.ops), _costs(graph.ops, spec, tuning)))
-    with_hccl = wl.training and devices > 1
+    with_hccl = wl.training and devices > 1 and bool(body)
     last_bp = max((i for i, op in enumerate(body) if op.phase == "bp"), default=len(body) - 1)
 
     # ---- plan: the model's nodes in launch order and the cross-stream waits GE inserts
@@ -291,7 +291,9 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
              records.event(LEVEL_MODEL, names.model(MODEL_EXECUTE), thread, c, 0, model_id), PATCH_INDEX)
     c += apis.ACL_ENTER_NS
     host.acl("aclmdlExecute", 0, c)
-    prog = Program(mode="static", training=wl.training, model_id=model_id, main_stream=first_model_stream,
+    first_model = next((i for i, m in enumerate(tmpl.model_task) if m), None)
+    main_stream = tmpl.stream[first_model] if first_model is not None else first_model_stream
+    prog = Program(mode="static", training=wl.training, model_id=model_id, main_stream=main_stream,
                    tasks=tmpl, host=host.rows, launch_end_ns=c + apis.OP_GAP_NS, sync_stream=user_stream)
     return prog, load_records, load_end
 

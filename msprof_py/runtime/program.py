@@ -8,7 +8,6 @@ them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -83,7 +82,8 @@ class Template:
 
 @dataclass
 class Program:
-    """One device's work: load-time host records (static models) + the per-iteration templates."""
+    """One device's per-iteration work: the device-task template and the host-record template
+    (a static model's load-time records are built once by :func:`msprof_py.runtime.ge.build_static`)."""
 
     mode: str  # "static" | "single_op"
     training: bool
@@ -93,7 +93,4 @@ class Program:
     host: list[HostRows]
     launch_end_ns: int  # host offset where the iteration's launches end and the synchronize begins
     sync_stream: int
-    # builds the load-time host records: (device_id, thread_id, t0_ns) -> (records, load end ns)
-    load: Callable[[int, int, int], tuple[list[tuple[str, bool, np.ndarray]], int]] | None = None
-    types: list[tuple[int, int, str]] = field(default_factory=list)  # type_info_dic entries used
 

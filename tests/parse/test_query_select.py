@@ -113,3 +113,14 @@ def test_select_errors_use_msprof_messages(tmp_path: Path) -> None:
         s.select(1, 5)
     with pytest.raises(StepTraceError, match=r"iteration 3-4 is invalid for model id 2\. .* within 1-2\.$"):
         s.select(2, 3, iteration_count=2)
+
+
+def test_query_without_host_data_falls_back_to_iterations_with_device_tasks(tmp_path: Path) -> None:
+    import shutil
+
+    prof = two_devices(tmp_path)
+    shutil.rmtree(prof / "host")
+    rows = query_rows(load(prof, use_cache=False))
+    assert [r[2:6] for r in rows] == [["device_0", "2026-01-01 00:00:00.000000", "1", "3"],
+                                      ["device_0", "2026-01-01 00:00:00.000000", "2", "2"],
+                                      ["device_1", "2026-01-01 00:00:00.000000", "1", "4"]]

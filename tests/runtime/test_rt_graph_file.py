@@ -87,6 +87,8 @@ def test_unknown_workload_and_bad_params() -> None:
         get_workload("resnet51")
     with pytest.raises(WorkloadError, match="bad parameters"):
         get_workload("bert", colour="red")
+    with pytest.raises(WorkloadError, match="batch must be a positive integer"):
+        get_workload("resnet50", batch=0)
     with pytest.raises(WorkloadError):
         run("resnet50", devices=0)
 
@@ -97,3 +99,15 @@ def test_readme_example_graph_is_valid(tmp_path: Path) -> None:
     g = load_graph_file(_write(tmp_path, block))
     assert [op.type for op in g.ops] == ["MatMulV2", "Gelu"]
     assert len(run(g, iterations=2).truth_steps) == 2
+
+
+def test_odd_but_valid_graphs_run(tmp_path: Path) -> None:
+    """Only dynamic ops (nothing to load), or every op on stream 1 (step trace on that stream)."""
+    doc = _base()
+    doc["ops"][0].update(dynamic=True, phase="fp")
+    res = run(load_graph_file(_write(tmp_path, doc)), devices=2, iterations=2)
+    assert len(res.truth) == 2 * 2 * 3 and res.truth_steps.empty  # H2D, the op, D2H; no model tasks
+    doc = _base()
+    doc["ops"][0].update(stream=1)
+    res = run(load_graph_file(_write(tmp_path, doc)), iterations=2)
+    assert set(res.truth[res.truth.op_name == "a"].stream_id) == {4}

@@ -7,6 +7,7 @@ forward/backward/update phases (FP/BP/ITER_END step-trace tags, an all-reduce on
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -61,10 +62,14 @@ def get_workload(name: str, **params: Any) -> Workload:
     factory = WORKLOADS.get(name)
     if factory is None:
         raise WorkloadError(f"unknown workload {name!r} (choose from {', '.join(sorted(WORKLOADS))})")
-    try:
-        return factory(**params)
-    except TypeError as err:
-        raise WorkloadError(f"workload {name!r}: bad parameters {params}: {err}") from None
+    known = inspect.signature(factory).parameters
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise WorkloadError(f"workload {name!r}: bad parameters {unknown} (it takes {', '.join(known)})")
+    for key, value in params.items():  # every size parameter (batch, seq_len, layers...) is a count
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise WorkloadError(f"workload {name!r}: {key} must be a positive integer, got {value!r}")
+    return factory(**params)
 
 
 from msprof_py.runtime.graph_file import load_graph_file  # noqa: E402  (re-exported for the collector)
