@@ -51,6 +51,12 @@ class ExportContext:
 
     warnings: WarningLog = field(default_factory=WarningLog)
     layers: frozenset[str] | None = None  # json_process keys switched on; None = all
+    # rendered timeline layers (key -> scratch file), so a layer that several files show
+    # (CANN in msprof_*.json and thread_group_*.json, tasks in msprof_* and task_time_*) is
+    # formatted and validated once; None disables the cache
+    notes: list[str] = field(default_factory=list)  # [INFO] lines for the export log
+    scratch: Path | None = None
+    rendered: dict[tuple[Any, ...], Path] = field(default_factory=dict)
 
     def layer_on(self, key: str) -> bool:
         return self.layers is None or key in self.layers

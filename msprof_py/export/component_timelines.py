@@ -3,8 +3,10 @@
 ==================== ==================================================================
 file                 content
 ==================== ==================================================================
-ai_stack_time_*.json AscendCL, GE, Runtime API calls and Task Scheduler tasks, one
-                     process per component (CANN pid scheme, sort 7 / Ascend Hardware 14)
+ai_stack_time_*.json per iteration, the time of each component: one thread per component
+                     (AscendCL, GE, Runtime, Task Scheduler), one slice per iteration window
+                     with the component's call count and total time in its args (the whole
+                     collection is one window when there are no iterations)
 thread_group_*.json  AscendCL, GE and Runtime calls per host thread (the CANN layer);
                      only when the model has dynamic-shape ops, as the seed says
 task_time_*.json     Task Scheduler: the Ascend Hardware layer (one thread per stream)
@@ -28,14 +30,27 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import api_of_device
-from msprof_py.export.summaries import dynamic_launches
+from msprof_py.export.session_access import NA_ID, api_of_device, of_device, table
+from msprof_py.export.summaries import COMPONENTS, dynamic_launches
 from msprof_py.export.timeline import (Timeline, cann_layer, communication_layer, hardware_layer,
                                        step_trace_slices, write_timeline)
-from msprof_py.export.trace_events import SORT_CANN
+from msprof_py.export.trace_events import Arg, Slices, format_pid
 from msprof_py.export.views import shown_tasks
 
+AI_STACK_SORT = 1  # a CPU-side sort index msprof's layout leaves unused
 SUMMARY_TWINS = {"task_time", "step_trace", "runtime_api", "ai_stack_time", "ge_op_execute"}
+
+
+def _i64(col: Any) -> np.ndarray:
+    return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(np.int64)
+
+
+def _host_pid(session: Any, api: pd.DataFrame) -> int:
+    if len(api):
+        return int(_i64(api["pid"])[0])
+    from msprof_py.export.session_access import device_info
+    info = device_info(session, 0)
+    return int(info.get("pid") or 0)
 
 
 def _api_levels(session: Any, device_id: int, levels: tuple[str, ...]) -> pd.DataFrame:
@@ -72,7 +87,7 @@ class ComponentTimeline:
             _rename_cann(tl, 0, "GE")
         elif n == "thread_group":
             if len(dynamic_launches(session, dev)):
-                cann_layer(session, dev, tl, _api_levels(session, dev, ("acl", "model", "node", "runtime")))
+                cann_layer(session, dev, tl)  # the same layer as in msprof_*.json (rendered once)
         elif n == "ge_op_execute":
             launches = dynamic_launches(session, dev)
             if len(launches):
@@ -87,28 +102,54 @@ class ComponentTimeline:
         return tl
 
     def _ai_stack(self, session: Any, dev: int, tl: Timeline) -> None:
-        # one process per component: the CANN pid with sort index 1/2/3 instead of 7
-        for k, (comp, levels) in enumerate([("AscendCL", ("acl",)), ("GE", ("model", "node")),
-                                            ("Runtime", ("runtime",))], start=1):
-            api = _api_levels(session, dev, levels)
-            if len(api) == 0:
+        parts = []
+        api = api_of_device(session, dev)
+        if len(api):
+            lvl = api["level"].astype(object).astype(str).to_numpy()
+            for comp, levels in COMPONENTS:
+                m = np.isin(lvl, levels)
+                if m.any():
+                    parts.append(pd.DataFrame({"comp": comp, "s": _i64(api["start_ns"])[m],
+                                               "e": _i64(api["end_ns"])[m]}))
+        t = shown_tasks(session, dev)
+        if len(t):
+            s = _i64(t["start_ns"])
+            parts.append(pd.DataFrame({"comp": "Task Scheduler", "s": s, "e": s + _i64(t["dur_ns"])}))
+        if not parts:
+            return
+        calls = pd.concat(parts, ignore_index=True)
+        steps = of_device(table(session, "steps"), dev)
+        pid = format_pid(_host_pid(session, api), AI_STACK_SORT, dev)
+        if len(steps):
+            st = steps.sort_values("step_end_ns", kind="stable")
+            w_end = _i64(st["step_end_ns"])
+            w_start = np.concatenate([[min(int(_i64(st["step_start_ns"])[0]), int(calls["s"].min()) - 1)], w_end[:-1]])
+            # a call belongs to the window (previous end, end] holding its start
+            k = np.searchsorted(w_end, calls["s"].to_numpy(), side="left")
+            calls = calls[k < len(w_end)].assign(w=k[k < len(w_end)])
+            win = pd.DataFrame({"w": np.arange(len(w_end)), "ws": w_start, "we": w_end,
+                                "iter": _i64(st["index_id"]), "model": _i64(st["model_id"])})
+        else:
+            calls = calls.assign(w=0)
+            win = pd.DataFrame({"w": [0], "ws": [int(calls["s"].min())], "we": [int(calls["e"].max())],
+                                "iter": [0], "model": [NA_ID]})
+        g = calls.assign(d=calls["e"] - calls["s"]).groupby(["comp", "w"], sort=False)["d"].agg(["count", "sum"])
+        g = g.reset_index().merge(win, on="w")
+        tl.meta.process(pid, "AI Stack Time", f"NPU {dev}", AI_STACK_SORT)
+        for tid, (comp, _) in enumerate(COMPONENTS + [("Task Scheduler", ())]):
+            tl.meta.thread(pid, tid, comp, tid)
+            sub = g[g["comp"] == comp].sort_values("ws", kind="stable")
+            if len(sub) == 0:
                 continue
-            mark, before = len(tl.meta.events), len(tl.slices)
-            cann_layer(session, dev, tl, api)
-            _rename_cann(tl, mark, comp)
-            shift = (k - SORT_CANN) << 5
-            for s in tl.slices[before:]:
-                s.pid = s.pid + shift
-            for e in tl.meta.events[mark:]:
-                e["pid"] += shift
-                if e["name"] == "process_sort_index":
-                    e["args"]["sort_index"] = k
-        if len(shown_tasks(session, dev)):
-            mark = len(tl.meta.events)
-            hardware_layer(session, dev, tl)
-            for e in tl.meta.events[mark:]:
-                if e["name"] == "process_name":
-                    e["args"]["name"] = "Task Scheduler"
+            n = len(sub)
+            tl.slices.append(Slices(
+                name=comp, pid=np.full(n, pid, np.int64), tid=np.full(n, tid, np.int64),
+                start_ns=sub["ws"].to_numpy(np.int64), dur_ns=(sub["we"] - sub["ws"]).to_numpy(np.int64),
+                label=f"ai stack {comp}",
+                args=[Arg("Model ID", "int", sub["model"].to_numpy(np.int64)),
+                      Arg("Iteration ID", "int", sub["iter"].to_numpy(np.int64)),
+                      Arg("Count", "int", sub["count"].to_numpy(np.int64)),
+                      Arg("Time(us)", "us", sub["sum"].to_numpy(np.int64))]))
 
     def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         if naming.summary_format == "json" and self.name in SUMMARY_TWINS:

@@ -22,6 +22,13 @@ def union(start: np.ndarray, end: np.ndarray) -> Intervals:
     return s[first], reach[last]
 
 
+def _sorted_unique(v: np.ndarray) -> np.ndarray:
+    v = np.sort(v)
+    keep = np.ones(len(v), bool)
+    keep[1:] = v[1:] != v[:-1]
+    return v[keep]
+
+
 def _covered(iv: Intervals, points: np.ndarray) -> np.ndarray:
     s, e = iv
     i = np.searchsorted(s, points, side="right") - 1
@@ -45,7 +52,7 @@ def _from_mask(bounds: np.ndarray, mask: np.ndarray) -> Intervals:
 
 def difference(a: Intervals, b: Intervals) -> Intervals:
     """Parts of ``a`` not covered by ``b``."""
-    bounds = np.unique(np.concatenate([a[0], a[1], b[0], b[1]]))
+    bounds = _sorted_unique(np.concatenate([a[0], a[1], b[0], b[1]]))
     if len(bounds) < 2:
         return a[0][:0], a[1][:0]
     mids = bounds[:-1]

@@ -15,7 +15,11 @@ Usage::
 """
 from __future__ import annotations
 
+import os
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -24,8 +28,10 @@ import pandas as pd
 _D3 = np.array([[ord(c) for c in f"{i:03d}"] for i in range(1000)], dtype=np.uint8)
 _POW10 = np.array([10**k for k in range(1, 19)], dtype=np.int64)
 CHUNK_ROWS = 1 << 16
+# threads rendering chunks in parallel (MSPROF_PY_THREADS overrides; 1 = serial)
+WORKERS = int(os.environ.get("MSPROF_PY_THREADS", "0")) or min(4, os.cpu_count() or 1)
 
-Fill = Callable[[int, int], np.ndarray]  # (start, stop) -> (stop-start, width) uint8 block
+Fill = Callable[[np.ndarray, int, int], None]  # (out view (rows, width), start, stop): write the rows' text
 
 
 def digit_count(v: np.ndarray) -> np.ndarray:
@@ -33,63 +39,122 @@ def digit_count(v: np.ndarray) -> np.ndarray:
     return np.searchsorted(_POW10, v, side="right") + 1
 
 
-def uint_block(v: np.ndarray, width: int) -> np.ndarray:
-    """Right-aligned decimal digits of non-negative ints, leading zeros replaced by NUL."""
-    v = np.asarray(v, dtype=np.int64)
-    groups = (width + 2) // 3
-    out = np.empty((len(v), groups * 3), dtype=np.uint8)
-    x = v.copy()
-    for g in range(groups - 1, -1, -1):
-        out[:, 3 * g:3 * g + 3] = _D3[x % 1000]
-        x //= 1000
-    out = out[:, groups * 3 - width:]
-    lead = width - digit_count(v)
-    out[np.arange(width)[None, :] < lead[:, None]] = 0
+_TABLES: dict[str, np.ndarray] = {}
+
+
+def _six_digit_tables() -> tuple[np.ndarray, np.ndarray]:
+    """0..999999 as 6 bytes: right-aligned with NUL padding, and zero-padded ("000042")."""
+    if not _TABLES:
+        v = np.arange(1_000_000, dtype=np.int64)
+        zero = np.empty((len(v), 6), dtype=np.uint8)
+        for j in range(6):
+            zero[:, 5 - j] = (v // 10**j) % 10 + 48
+        nul = zero.copy()
+        nd = digit_count(v)
+        nul[np.arange(6)[None, :] < (6 - nd)[:, None]] = 0
+        _TABLES["nul"], _TABLES["zero"] = nul, zero
+    return _TABLES["nul"], _TABLES["zero"]
+
+
+def write_uint(out: np.ndarray, v: np.ndarray) -> None:
+    """Write non-negative ints right-aligned into ``out`` (a ``(len(v), width)`` uint8 view),
+    leading zeros as NUL.  Six digits per table lookup (a 6 MB table built once), so an
+    epoch-µs value costs three gathers and two divisions instead of one division per digit."""
+    nul, zero = _six_digit_tables()
+    w = out.shape[1]
+    if w <= 6:
+        out[:] = nul[v][:, 6 - w:]
+        return
+    hi, lo = np.divmod(v, 1_000_000)
+    big = hi > 0
+    if big.all():
+        out[:, w - 6:] = zero[lo]
+        write_uint(out[:, :w - 6], hi)
+    elif not big.any():
+        out[:, w - 6:] = nul[lo]
+        out[:, :w - 6] = 0
+    else:
+        out[:, w - 6:] = np.where(big[:, None], zero[lo], nul[lo])
+        write_uint(out[:, :w - 6], hi)
+        out[~big, :w - 6] = 0
+
+
+def int_width(v: np.ndarray) -> int:
+    """Characters needed for the widest of ``v`` (one more for a sign column if any is negative)."""
+    if len(v) == 0:
+        return 1
+    lo, hi = int(v.min()), int(v.max())
+    return len(str(max(abs(lo), abs(hi)))) + (1 if lo < 0 else 0)
+
+
+def write_int(out: np.ndarray, v: np.ndarray) -> None:
+    """Signed ints into ``out``; a minus sign sits in the first column (the NULs between it and
+    the digits vanish with the padding)."""
+    neg = v < 0
+    if neg.any():
+        out[:, 0] = np.where(neg, ord("-"), 0)
+        write_uint(out[:, 1:], np.abs(v))
+    else:
+        write_uint(out, v)
+
+
+def us3_width(ns: np.ndarray) -> int:
+    if len(ns) == 0:
+        return 5
+    lo, hi = int(ns.min()), int(ns.max())
+    return len(str(max(abs(lo), abs(hi)) // 1000)) + (1 if lo < 0 else 0) + 4
+
+
+def write_us3(out: np.ndarray, ns: np.ndarray) -> None:
+    """Integer ns as µs with exactly three decimals (1234567 -> ``1234.567``): msprof's
+    ``DivideByPowersOfTenWithPrecision``, integer arithmetic, no float rounding."""
+    w = out.shape[1]
+    neg = ns < 0
+    mag = np.abs(ns) if neg.any() else ns
+    whole, frac = np.divmod(mag, 1000)
+    if neg.any():
+        out[:, 0] = np.where(neg, ord("-"), 0)
+        write_uint(out[:, 1:w - 4], whole)
+    else:
+        write_uint(out[:, :w - 4], whole)
+    out[:, w - 4] = ord(".")
+    out[:, w - 3:] = _D3[frac]
+
+
+def _block(writer: Callable[[np.ndarray, np.ndarray], None], v: np.ndarray, width: int) -> np.ndarray:
+    out = np.empty((len(v), width), dtype=np.uint8)
+    writer(out, v)
     return out
+
+
+def uint_block(v: np.ndarray, width: int) -> np.ndarray:
+    return _block(write_uint, np.asarray(v, dtype=np.int64), width)
 
 
 def int_block(v: np.ndarray) -> np.ndarray:
     """Decimal text of signed ints as a NUL-padded block."""
     v = np.asarray(v, dtype=np.int64)
-    if len(v) == 0:
-        return np.zeros((0, 1), dtype=np.uint8)
-    neg = v < 0
-    mag = np.abs(v)
-    width = int(digit_count(mag).max())
-    digits = uint_block(mag, width)
-    if not neg.any():
-        return digits
-    sign = np.where(neg, ord("-"), 0).astype(np.uint8)[:, None]
-    # put the sign right before the first digit: NULs around it vanish anyway
-    return np.hstack([sign, digits])
+    return _block(write_int, v, int_width(v))
 
 
 def us3_block(ns: np.ndarray) -> np.ndarray:
-    """Integer nanoseconds as microseconds with exactly three decimals: 1234567 -> ``1234.567``.
-
-    This is msprof's ``DivideByPowersOfTenWithPrecision``: integer arithmetic, no float rounding.
-    """
     ns = np.asarray(ns, dtype=np.int64)
-    neg = ns < 0
-    mag = np.abs(ns)
-    whole = int_block(mag // 1000)
-    frac = _D3[mag % 1000]
-    dot = np.full((len(ns), 1), ord("."), dtype=np.uint8)
-    parts = [whole, dot, frac]
-    if neg.any():
-        parts.insert(0, np.where(neg, ord("-"), 0).astype(np.uint8)[:, None])
-    return np.hstack(parts)
+    return _block(write_us3, ns, us3_width(ns))
 
 
 def text_table(values: Sequence[str]) -> np.ndarray:
     """Strings -> ``(len(values), maxlen)`` NUL-padded UTF-8 matrix (for :meth:`RowBuilder.cat`)."""
     encoded = [s.encode("utf-8") for s in values]
-    if any(b"\0" in b for b in encoded):  # NUL is the padding byte: callers escape it first
+    blob = b"".join(encoded)
+    if b"\0" in blob:  # NUL is the padding byte: callers escape it first
         raise ValueError("row text must not contain NUL characters; escape them first")
-    width = max((len(b) for b in encoded), default=0)
+    lens = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    width = int(lens.max()) if len(lens) else 0
     mat = np.zeros((len(encoded), max(width, 1)), dtype=np.uint8)
-    for i, b in enumerate(encoded):  # once per distinct string, not per row
-        mat[i, :len(b)] = np.frombuffer(b, dtype=np.uint8)
+    if len(blob):  # scatter all strings at once: row = string index, column = byte position
+        starts = np.cumsum(lens) - lens
+        rows = np.repeat(np.arange(len(encoded)), lens)
+        mat[rows, np.arange(len(blob)) - np.repeat(starts, lens)] = np.frombuffer(blob, dtype=np.uint8)
     return mat
 
 
@@ -116,20 +181,23 @@ class RowBuilder:
     def int(self, values: np.ndarray) -> "RowBuilder":
         """Signed integers as decimal text."""
         v = np.asarray(values, dtype=np.int64)
-        width = int_block(v[:0] if len(v) == 0 else np.array([v.max(), v.min()])).shape[1]
-        return self.block(width, lambda a, b: _fit(int_block(v[a:b]), width))
+        if len(v) and v.min() == v.max():  # one value for every row: plain text
+            return self.lit(str(int(v[0])))
+        return self.block(int_width(v), lambda out, a, b: write_int(out, v[a:b]))
 
     def us3(self, ns: np.ndarray) -> "RowBuilder":
         """Integer ns as ``us.nnn``."""
         v = np.asarray(ns, dtype=np.int64)
-        width = us3_block(np.array([v.max(), v.min()])).shape[1] if len(v) else 5
-        return self.block(width, lambda a, b: _fit(us3_block(v[a:b]), width))
+        return self.block(us3_width(v), lambda out, a, b: write_us3(out, v[a:b]))
 
     def cat(self, codes: np.ndarray, table: Sequence[str] | np.ndarray) -> "RowBuilder":
         """``table[codes[i]]`` per row; ``table`` holds the already escaped/quoted texts."""
         mat = table if isinstance(table, np.ndarray) else text_table(table)
         c = np.asarray(codes, dtype=np.intp)
-        return self.block(mat.shape[1], lambda a, b: mat[c[a:b]])
+        def fill(out: np.ndarray, a: int, b: int) -> None:
+            out[:] = mat[c[a:b]]
+
+        return self.block(mat.shape[1], fill)
 
     def strings(self, values: pd.Series | np.ndarray | Sequence[str],
                 encode: Callable[[str], str] = str) -> "RowBuilder":
@@ -140,31 +208,50 @@ class RowBuilder:
         return self.cat(codes, [encode(str(u)) for u in uniques])
 
     # -- output -----------------------------------------------------------------------------
-    def chunks(self, chunk_rows: int = CHUNK_ROWS) -> Iterator[bytes]:
-        if self.n == 0:
-            return
+    def _buffer(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
         width = sum(w for w, _, _ in self._segs)
-        rows = min(chunk_rows, self.n)
         buf = np.zeros((rows, width), dtype=np.uint8)
         offsets = np.cumsum([0] + [w for w, _, _ in self._segs])
         for (w, lit, _), off in zip(self._segs, offsets):
-            if lit is not None:
+            if lit is not None:  # constant text is written once per buffer, not per chunk
                 buf[:, off:off + w] = np.frombuffer(lit, dtype=np.uint8)
-        for start in range(0, self.n, rows):
-            stop = min(start + rows, self.n)
-            view = buf[:stop - start]
-            for (w, lit, fill), off in zip(self._segs, offsets):
-                if fill is not None:
-                    view[:, off:off + w] = fill(start, stop)
-            yield view.tobytes().replace(b"\0", b"")
+        return buf, offsets
+
+    def _render(self, buf: np.ndarray, offsets: np.ndarray, start: int, stop: int) -> bytes:
+        view = buf[:stop - start]
+        for (w, lit, fill), off in zip(self._segs, offsets):
+            if fill is not None:
+                fill(view[:, off:off + w], start, stop)
+        return view.tobytes().replace(b"\0", b"")
+
+    def chunks(self, chunk_rows: int = CHUNK_ROWS, workers: int | None = None) -> Iterator[bytes]:
+        """The rows' text in order, ``chunk_rows`` rows per chunk.  With ``workers`` > 1, chunks
+        are rendered on a thread pool (numpy releases the GIL for most of the work)."""
+        if self.n == 0:
+            return
+        rows = min(chunk_rows, self.n)
+        starts = list(range(0, self.n, rows))
+        nworkers = WORKERS if workers is None else workers
+        if nworkers <= 1 or len(starts) < 3:
+            buf, offsets = self._buffer(rows)
+            for start in starts:
+                yield self._render(buf, offsets, start, min(start + rows, self.n))
+            return
+        local = threading.local()
+
+        def job(start: int) -> bytes:
+            if not hasattr(local, "buf"):
+                local.buf, local.offsets = self._buffer(rows)
+            return self._render(local.buf, local.offsets, start, min(start + rows, self.n))
+
+        with ThreadPoolExecutor(max_workers=nworkers) as pool:
+            pending: deque[Future[bytes]] = deque()
+            for start in starts:
+                pending.append(pool.submit(job, start))
+                if len(pending) > 2 * nworkers:  # bounded: a few chunks in flight, not the file
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
 
     def to_bytes(self) -> bytes:
         return b"".join(self.chunks())
-
-
-def _fit(block: np.ndarray, width: int) -> np.ndarray:
-    """Left-pad a block with NUL columns to ``width`` (chunks may need fewer digits)."""
-    if block.shape[1] == width:
-        return block
-    pad = np.zeros((block.shape[0], width - block.shape[1]), dtype=np.uint8)
-    return np.hstack([pad, block])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -158,6 +159,8 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
     naming = Naming(None, options.model_id if selected else None, options.iteration_id if selected else None,
                     options.summary_format, stamp)
     ctx = ExportContext(warnings=WarningLog(), layers=layers)
+    if options.type != "db":  # rendered timeline layers shared between files; removed below
+        ctx.scratch = Path(tempfile.mkdtemp(prefix=".msprof_py_scratch_", dir=out_dir))
     written: list[tuple[base.Exporter, Path]] = []
     jobs = _jobs(view, options)
     bar = click.progressbar(length=len(jobs), label=f"exporting {prof.name}", file=sys.stderr) \
@@ -177,11 +180,14 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
+        if ctx.scratch is not None:
+            shutil.rmtree(ctx.scratch, ignore_errors=True)
     if options.type != "db":
         readme = write_readme(out_dir, [(ex, p) for ex, p in written if ex.kind != "db"])
         written.append((None, readme))  # type: ignore[arg-type]
     if options.clear:
         _clear_cache(prof, ctx.warnings)
+    log_lines += [f"[INFO] {m}" for m in ctx.notes]
     log_lines += [f"[WARNING] {m}" for m in ctx.warnings]
     _write_log(prof / LOG_DIR, log_lines)
     result.warnings.extend(ctx.warnings)

@@ -24,7 +24,7 @@ from pandas.api.types import union_categoricals
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, api_of_device, of_device, table
 from msprof_py.export.table_writer import Col, write_table
-from msprof_py.export.views import summary_tasks, shown_tasks, task_types
+from msprof_py.export.views import as_cat, cat_isin, cat_where, shown_tasks, summary_tasks, task_types
 
 OP_SUMMARY_HEADER = [
     "Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
@@ -68,23 +68,7 @@ def text(col: Any) -> pd.Series:
     return s.astype(object).where(s.notna(), "N/A").astype(str)
 
 
-def _as_cat(values: Any) -> pd.Categorical:
-    """Any column -> a Categorical with plain-str (object) categories and "N/A" for missing."""
-    if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
-        c = pd.Categorical(values)
-        codes = np.asarray(c.codes, dtype=np.int64)
-        cats = [str(x) for x in c.categories]
-    else:
-        codes, uniq = pd.factorize(pd.Series(values, dtype=object), sort=False)
-        codes = np.asarray(codes, dtype=np.int64)
-        cats = [str(x) for x in uniq]
-    if (codes < 0).any():
-        codes = np.where(codes < 0, len(cats), codes)
-        cats.append("N/A")
-    if len(set(cats)) != len(cats):  # e.g. a real "N/A" category plus missing values
-        uniq, inverse = np.unique(np.array(cats, dtype=object), return_inverse=True)
-        codes, cats = inverse[codes], list(uniq)
-    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+_as_cat = as_cat
 
 
 def dbl(values: Any) -> list[str]:
@@ -151,7 +135,7 @@ class OpSummary:
             Col.ints(np.concatenate([i64(t["block_num"]), np.zeros(n_c, np.int64)])[order]),
             Col.ints(np.concatenate([i64(t["mix_block_num"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
             Col.text(col(text(t["hf32_eligible"]), na_c)),
-            Col.text(col(text(t["input_shapes"]), na_c), quote=True),
+            Col.text(col(text(t["input_shapes"]), na_c), quote=True),  # N/A stays unquoted
             Col.text(col(text(t["input_data_types"]), na_c)),
             Col.text(col(text(t["input_formats"]), na_c)),
             Col.text(col(text(t["output_shapes"]), na_c), quote=True),
@@ -175,12 +159,14 @@ class OpStatistic:
         t = summary_tasks(session, dev)
         if len(t) == 0:
             return []
-        df = pd.DataFrame({"op_type": text(t["op_type"]).astype(str).to_numpy(), "core": task_types(t),
-                           "dur_ns": i64(t["dur_ns"])})
-        df = df[df["op_type"] != "N/A"]
+        op_type = as_cat(t["op_type"])
+        df = pd.DataFrame({"op_type": op_type, "core": task_types(t), "dur_ns": i64(t["dur_ns"])})
+        df = df[~cat_isin(op_type, ["N/A"])]
         if len(df) == 0:
             return []
         st = _stats(df, ["op_type", "core"])
+        st["op_type"] = st["op_type"].astype(str)
+        st["core"] = st["core"].astype(str)
         grand = st["total"].sum()
         st["ratio"] = st["total"] / grand * 100 if grand else 0.0
         st = st.sort_values(["total", "op_type", "core"], ascending=[False, True, True], kind="stable")
@@ -284,11 +270,10 @@ class TaskTime:
         t = shown_tasks(session, dev)
         if len(t) == 0:
             return []
-        kern = text(t["kernel_name"]).astype(str).to_numpy()
-        op = text(t["op_name"]).astype(str).to_numpy()
+        kern, op = as_cat(t["kernel_name"]), as_cat(t["op_name"])
         start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
-        cols = [Col.ints(np.full(len(t), dev)), Col.text(np.where(kern == "N/A", op, kern)),
-                Col.text(pd.Categorical(task_types(t))), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
+        cols = [Col.ints(np.full(len(t), dev)), Col.text(cat_where(cat_isin(kern, ["N/A"]), op, kern)),
+                Col.text(task_types(t)), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
                 Col.us(dur), Col.us(start, stamp=True), Col.us(start + dur, stamp=True)]
         return [write_table(stem(out_dir, naming, self.name), TASK_TIME_HEADER, cols, naming.summary_format)]
 
@@ -416,7 +401,7 @@ def dynamic_launches(session: Any, device_id: int) -> pd.DataFrame:
     dyn = t[text(t["op_state"]).astype(str).to_numpy() == "dynamic"]
     if len(dyn) == 0:
         return api.iloc[:0]
-    conn = np.unique(i64(dyn["connection_id"]))
+    conn = pd.unique(i64(dyn["connection_id"]))
     node = api[(text(api["level"]).astype(str).to_numpy() == "node") & np.isin(i64(api["connection_id"]), conn)]
     if len(node) == 0:
         return node

@@ -58,9 +58,9 @@ def csv_cell(s: str, always: bool = False) -> str:
     character, so one shows as the four characters ``\\x00``."""
     if "\x00" in s:
         s = s.replace("\x00", "\\x00")
-    if always and len(s) >= 2 and s[0] == '"' and s[-1] == '"':
-        return s  # already quoted by the producer
-    if always or any(ch in s for ch in ',"\n\r'):
+    if always and (s == "N/A" or (len(s) >= 2 and s[0] == '"' and s[-1] == '"')):
+        return s  # nothing to quote / already quoted by the producer
+    if always or "," in s or '"' in s or "\n" in s or "\r" in s:
         return '"' + s.replace('"', '""') + '"'
     return s
 
@@ -83,7 +83,7 @@ def _factorize(values: Any) -> tuple[np.ndarray, list[str]]:
     if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
         cat = pd.Categorical(values)
         codes = np.asarray(cat.codes, dtype=np.int64)
-        cats = [str(c) for c in cat.categories]
+        cats = [str(c) for c in cat.categories.tolist()]
         if (codes < 0).any():  # NaN -> N/A
             codes = np.where(codes < 0, len(cats), codes)
             cats.append("N/A")
@@ -128,32 +128,31 @@ def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool)
 
 
 def _na_block(vals: np.ndarray, na: np.ndarray, kind: str, quote: bool, tab: bool, na_text: str):
-    """A fill function producing either the formatted number or ``N/A`` per row."""
-    from msprof_py.export.rows import int_block, us3_block
+    """(width, fill) writing either the formatted number or ``N/A`` per row."""
+    from msprof_py.export.rows import int_width, us3_width, write_int, write_us3
 
-    fmt = int_block if kind == "int" else us3_block
-    sample = fmt(np.array([vals.max(), vals.min()])) if len(vals) else np.zeros((0, 1), np.uint8)
-    numw = sample.shape[1] + (2 if quote else 0) + (1 if tab else 0)
+    numw = int_width(vals) if kind == "int" else us3_width(vals)
+    write = write_int if kind == "int" else write_us3
     na_b = np.frombuffer(na_text.encode(), dtype=np.uint8)
-    width = max(numw, len(na_b))
+    body = numw + (2 if quote else 0) + (1 if tab else 0)
+    width = max(body, len(na_b))
 
-    def fill(a: int, b: int) -> np.ndarray:
-        block = fmt(vals[a:b])
-        parts = []
+    def fill(out: np.ndarray, a: int, b: int) -> None:
+        out[:, :width - body] = 0
+        pos = width - body
         if quote:
-            parts.append(np.full((b - a, 1), ord('"'), np.uint8))
-        parts.append(block)
+            out[:, pos] = ord('"')
+            pos += 1
+        write(out[:, pos:pos + numw], vals[a:b])
+        pos += numw
         if tab:
-            parts.append(np.full((b - a, 1), ord("\t"), np.uint8))
+            out[:, pos] = ord("\t")
+            pos += 1
         if quote:
-            parts.append(np.full((b - a, 1), ord('"'), np.uint8))
-        out = np.zeros((b - a, width), np.uint8)
-        body = np.hstack(parts)
-        out[:, width - body.shape[1]:] = body
+            out[:, pos] = ord('"')
         m = na[a:b]
         out[m] = 0
-        out[m, :len(na_b)] = na_b
-        return out
+        out[np.ix_(np.flatnonzero(m), np.arange(len(na_b)))] = na_b
 
     return width, fill
 

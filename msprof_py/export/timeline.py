@@ -34,8 +34,8 @@ from msprof_py.export.base import ExportContext, Naming, atomic_open, register
 from msprof_py.export.session_access import api_of_device, device_info, of_device, table
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
                                            STEP_TRACE_TID_OFFSET, Arg, Flows, Meta, Slices, format_pid)
-from msprof_py.export.validate import flow_problems, id_problems, nesting_problems
-from msprof_py.export.views import display_names, shown_tasks, task_types
+from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
+from msprof_py.export.views import as_cat, cat_isin, display_names, shown_tasks, task_types
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
                "hccl": "Communication", "runtime": "Runtime"}
@@ -54,28 +54,71 @@ class Timeline:
     def slice_count(self) -> int:
         return sum(len(s) for s in self.slices)
 
-    def problems(self) -> list[str]:
-        """Nesting, flow pairing and id-range problems (empty when the file will load cleanly)."""
-        live = [s for s in self.slices if len(s)]
+    def problems(self, skip: set[tuple[Any, ...]] | frozenset[tuple[Any, ...]] = frozenset()) -> list[str]:
+        """Nesting, flow pairing and id-range problems (empty when the file will load cleanly).
+        Slices whose ``cache_key`` is in ``skip`` were checked already."""
+        live = [s for s in self.slices if len(s) and (s.cache_key is None or s.cache_key not in skip)]
         out: list[str] = []
         if live:
-            names = np.concatenate([_label_names(s) for s in live])
+            bounds = np.cumsum([0] + [len(s) for s in live])
+
+            def name_of(i: int) -> str:
+                k = int(np.searchsorted(bounds, i, side="right") - 1)
+                return str(_label_names(live[k])[i - bounds[k]])
+
             out += nesting_problems(np.concatenate([s.pid for s in live]), np.concatenate([s.tid for s in live]),
                                     np.concatenate([s.start_ns for s in live]),
-                                    np.concatenate([s.dur_ns for s in live]), names=names)
+                                    np.concatenate([s.dur_ns for s in live]), name_of=name_of)
         for f in self.flows:
+            # s and f come from one table of pairs, so only duplicates and the id range can be wrong
             out += flow_problems(f.ids, f.ids) + id_problems("flow id", f.ids)
         return out
 
-    def chunks(self) -> Iterator[bytes]:
+    def fit_viewer(self, skip: set[tuple[Any, ...]] | frozenset[tuple[Any, ...]] = frozenset()) -> int:
+        """Adjust the written ``dur`` of children that end (within the viewer's 0.25 µs grid) at
+        their parent's end, so they stay nested when a viewer reads ``ts`` as a double
+        (:func:`~msprof_py.export.validate.viewer_durations`).  Returns how many changed."""
+        live = [s for s in self.slices if len(s) and (s.cache_key is None or s.cache_key not in skip)]
+        if not live:
+            return 0
+        dur, changed = viewer_durations(np.concatenate([s.pid for s in live]), np.concatenate([s.tid for s in live]),
+                                        np.concatenate([s.start_ns for s in live]),
+                                        np.concatenate([s.dur_ns for s in live]))
+        if changed:
+            pos = 0
+            for s in live:
+                s.dur_ns = dur[pos:pos + len(s)]
+                pos += len(s)
+        return changed
+
+    def chunks(self, ctx: ExportContext | None = None) -> Iterator[bytes]:
         yield self.meta.to_bytes()
         for s in self.slices:
             if len(s):
-                yield from s.rows().chunks()
+                yield from _slice_chunks(s, ctx)
         for f in self.flows:
             if len(f):
                 yield from f.rows("s").chunks()
                 yield from f.rows("f").chunks()
+
+
+def _slice_chunks(s: Slices, ctx: ExportContext | None) -> Iterator[bytes]:
+    """Render ``s``, or replay its bytes when the same layer was rendered for an earlier file."""
+    if ctx is None or ctx.scratch is None or s.cache_key is None:
+        yield from s.rows().chunks()
+        return
+    done = ctx.rendered.get(s.cache_key)
+    if done is not None:
+        with open(done, "rb") as fp:
+            while block := fp.read(1 << 22):
+                yield block
+        return
+    path = ctx.scratch / f"layer{len(ctx.rendered)}.part"
+    with open(path, "wb") as tee:
+        for c in s.rows().chunks():
+            tee.write(c)
+            yield c
+    ctx.rendered[s.cache_key] = path
 
 
 def _label_names(s: Slices) -> np.ndarray:
@@ -101,6 +144,7 @@ def _device_pid(session: Any, device_id: int) -> int:
 def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | None = None) -> pd.DataFrame:
     """CANN API slices of the host threads that belong to this device (or of ``api`` rows
     chosen by the caller); returns those API rows."""
+    key = ("cann", device_id) if api is None else None
     if api is None:
         api = api_of_device(session, device_id)
     api = api[_i64(api["start_ns"]) > 0] if len(api) else api
@@ -109,16 +153,22 @@ def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | N
     host_pid = _i64(api["pid"])
     fpid = (host_pid << 10) | (SORT_CANN << 5) | HOST_DEVICE
     tid = _i64(api["thread_id"])
-    level = api["level"].astype(object).astype(str).to_numpy()
-    prefix = pd.Series(level).map(LEVEL_NAMES).fillna("Api").to_numpy(dtype=object)
-    names = pd.Series(prefix).str.cat(api["name"].astype(object).astype(str).to_numpy(), sep="@")
-    for p in np.unique(fpid):
+    # "{Level}@{name}" per distinct (level, name) pair, not per row
+    lvl, nm = as_cat(api["level"]), as_cat(api["name"])
+    pair, first = pd.factorize(lvl.codes.astype(np.int64) * len(nm.categories) + nm.codes)
+    lvl_c, nm_c = np.divmod(first.to_numpy() if hasattr(first, "to_numpy") else np.asarray(first),
+                            len(nm.categories))
+    texts = [f"{LEVEL_NAMES.get(str(lvl.categories[a]), 'Api')}@{nm.categories[b]}" for a, b in zip(lvl_c, nm_c)]
+    names = pd.Categorical.from_codes(pair, categories=pd.Index(texts, dtype=object)) if len(set(texts)) == len(texts) \
+        else pd.Categorical(np.asarray(texts, dtype=object)[pair])
+    for p in sorted(pd.unique(fpid).tolist()):
         tl.meta.process(int(p), "CANN", "CPU", SORT_CANN)
-    for p, t in np.unique(np.stack([fpid, tid], axis=1), axis=0):
+    threads = pd.DataFrame({"p": fpid, "t": tid}).drop_duplicates().sort_values(["p", "t"])
+    for p, t in zip(threads["p"].tolist(), threads["t"].tolist()):
         tl.meta.thread(int(p), int(t), f"Thread {t}", int(t))
     tl.slices.append(Slices(
-        name=pd.Categorical(names), pid=fpid, tid=tid, start_ns=_i64(api["start_ns"]),
-        dur_ns=_i64(api["end_ns"]) - _i64(api["start_ns"]), label="CANN API",
+        name=names, pid=fpid, tid=tid, start_ns=_i64(api["start_ns"]),
+        dur_ns=_i64(api["end_ns"]) - _i64(api["start_ns"]), label="CANN API", cache_key=key,
         args=[Arg("Thread Id", "int", tid), Arg("Mode", "str", api["struct_type"]),
               Arg("level", "str", api["level"]), Arg("id", "str", api["name"]),
               Arg("item_id", "str", api["item_id"]), Arg("connection_id", "int", _i64(api["connection_id"]))]))
@@ -133,12 +183,12 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
     hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
     stream = _i64(t["stream_id"])
     _hw_process_meta(tl.meta, hw_pid, device_id)
-    for s in np.unique(stream):
+    for s in sorted(pd.unique(stream).tolist()):
         tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
     tl.slices.append(Slices(
-        name=pd.Categorical(display_names(t)), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
-        start_ns=_i64(t["start_ns"]), dur_ns=_i64(t["dur_ns"]), label="device task",
-        args=[Arg("Model Id", "int", _i64(t["model_id"])), Arg("Task Type", "str", pd.Categorical(task_types(t))),
+        name=display_names(t), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
+        start_ns=_i64(t["start_ns"]), dur_ns=_i64(t["dur_ns"]), label="device task", cache_key=("hw", device_id),
+        args=[Arg("Model Id", "int", _i64(t["model_id"])), Arg("Task Type", "str", task_types(t)),
               Arg("Physic Stream Id", "int", stream), Arg("Task Id", "int", _i64(t["task_id"])),
               Arg("Batch Id", "int", _i64(t["batch_id"])), Arg("Subtask Id", "int", _i64(t["context_id"])),
               Arg("connection_id", "int", _i64(t["connection_id"]))]))
@@ -154,7 +204,7 @@ def step_trace_slices(session: Any, device_id: int, meta: Meta) -> list[Slices]:
     _hw_process_meta(meta, hw_pid, device_id)
     model = _i64(st["model_id"])
     tid = model + STEP_TRACE_TID_OFFSET
-    for m in np.unique(model):
+    for m in sorted(pd.unique(model).tolist()):
         meta.thread(hw_pid, int(m) + STEP_TRACE_TID_OFFSET, f"Step Trace(Model ID:{m})",
                     int(m) + STEP_TRACE_TID_OFFSET)
     start, end = _i64(st["step_start_ns"]), _i64(st["step_end_ns"])
@@ -264,8 +314,7 @@ def overlap_layer(session: Any, device_id: int, tasks: pd.DataFrame, comm_ops: p
     """Computing / Communication / Not Overlapped / Free, from the task and HCCL op intervals."""
     if len(comm_ops) == 0:
         return
-    tt = task_types(tasks) if len(tasks) else np.array([], dtype=object)
-    comp = tasks[~np.isin(tt, ["COMMUNICATION", "HCCL_AI_CPU", "AI_CPU"])] if len(tasks) else tasks
+    comp = tasks[~cat_isin(task_types(tasks), ["COMMUNICATION", "HCCL_AI_CPU", "AI_CPU"])] if len(tasks) else tasks
     c_s = _i64(comp["start_ns"]) if len(comp) else np.array([], np.int64)
     c_e = c_s + (_i64(comp["dur_ns"]) if len(comp) else 0)
     computing = intervals.union(c_s, c_e)
@@ -298,8 +347,7 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
     src_conn = _i64(src["connection_id"])
     ends = []
     if len(tasks):
-        has_name = tasks["op_name"].astype(object).fillna("N/A").astype(str).to_numpy() != "N/A"
-        tk = tasks[has_name]
+        tk = tasks[~cat_isin(as_cat(tasks["op_type"]), ["N/A"])]  # tasks with op info (msprof: TaskInfo)
         ends.append(pd.DataFrame({"conn": _i64(tk["connection_id"]), "pid": hw_pid,
                                   "tid": _i64(tk["stream_id"]), "ns": _i64(tk["start_ns"])}))
     if len(comm_ops) and comm_tid is not None:
@@ -360,11 +408,17 @@ def json_array(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
-    for p in tl.problems():
+    for p in tl.problems(skip=set(ctx.rendered)):
         ctx.warnings.warn(f"{path.name}: {p} (viewers drop or misdraw such events)")
+    changed = tl.fit_viewer(skip=set(ctx.rendered))
+    if changed:
+        ctx.notes.append(f"{path.name}: {changed} slices end within 1 us of their parent's end or their next "
+                         "sibling's start; their dur was written up to 1 us shorter so they stay nested in viewers "
+                         "that read ts as doubles (0.25 us resolution at epoch times); exact durations are in the "
+                         "summaries")
     size = 0
     with atomic_open(path) as fp:
-        for c in json_array(tl.chunks()):
+        for c in json_array(tl.chunks(ctx)):
             fp.write(c)
             size += len(c)
     if size > PERFETTO_LIMIT_BYTES:

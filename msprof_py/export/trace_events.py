@@ -37,6 +37,15 @@ def jstr(s: Any) -> str:
     return orjson.dumps(str(s)).decode()
 
 
+def jstr_many(values: list[str]) -> list[str]:
+    """JSON string literals for many strings with one orjson call.  Splitting the array text
+    on ``","`` is safe: inside an encoded string every quote is escaped."""
+    if not values:
+        return []
+    body = orjson.dumps(values).decode()[2:-2]
+    return ['"' + s + '"' for s in body.split('","')]
+
+
 @dataclass
 class Arg:
     """One ``args`` entry: key and a column (``kind``: int | str | us | tsstr)."""
@@ -68,11 +77,11 @@ def _add_strings(rb: RowBuilder, values: Any, encode: bool = True) -> None:
     if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype) or isinstance(values, pd.Categorical):
         cat = pd.Categorical(values)
         codes = np.asarray(cat.codes, dtype=np.int64)
-        cats = [str(c) for c in cat.categories]
+        cats = [str(c) for c in cat.categories.tolist()]
         if (codes < 0).any():
             codes = np.where(codes < 0, len(cats), codes)
             cats.append("N/A")
-        rb.cat(codes, [jstr(c) if encode else c for c in cats] or ['""'])
+        rb.cat(codes, (jstr_many(cats) if encode else cats) or ['""'])
     else:
         rb.strings(values, encode=jstr if encode else str)
 
@@ -89,6 +98,7 @@ class Slices:
     args: Sequence[Arg] = ()
     cat: str | None = None
     label: str = ""  # what these are, for validation messages
+    cache_key: tuple[Any, ...] | None = None  # same key = same rendered bytes (see ExportContext.rendered)
 
     def __len__(self) -> int:
         return len(self.start_ns)

@@ -72,7 +72,7 @@ class StringIds:
                              .astype(str).to_numpy()) if not isinstance(
             getattr(values, "dtype", None), pd.CategoricalDtype) else pd.Categorical(values)
         codes = np.asarray(cat.codes, dtype=np.int64)
-        table_ids = np.array([self.one(str(c)) for c in cat.categories] + [self.one("N/A")], dtype=np.int64)
+        table_ids = np.array([self.one(str(c)) for c in cat.categories.tolist()] + [self.one("N/A")], dtype=np.int64)
         return table_ids[np.where(codes < 0, len(cat.categories), codes)]
 
 
@@ -133,8 +133,7 @@ def _fill(con: sqlite3.Connection, session: Any) -> None:
         start, dur = _i64(t["start_ns"]), _i64(t["dur_ns"])
         dev = _i64(t["device_id"])
         pid_of = {d: int(device_info(session, d).get("pid") or 0) for d in devs}
-        gpid = np.array([pid_of.get(int(d), 0) for d in np.unique(dev)], dtype=np.int64)[
-            np.searchsorted(np.unique(dev), dev)]
+        gpid = pd.Series(dev).map(pid_of).fillna(0).to_numpy(np.int64)
         ttype = sid.column(pd.Categorical(task_types(t)))
         _insert(con, "TASK", _rows(start, start + dur, dev, _i64(t["connection_id"]), gid, gpid, ttype,
                                    _i64(t["context_id"]), _i64(t["stream_id"]), _i64(t["task_id"]),

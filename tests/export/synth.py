@@ -28,8 +28,12 @@ def _cat(values, categories=None) -> pd.Categorical:
 
 
 def make_session(ops: int = 6, iterations: int = 2, devices: int = 1, comm: bool = False,
-                 pid: int = 4242, dynamic_every: int = 3) -> TableSession:
-    """Build the session.  Total device op tasks = ops * iterations * devices."""
+                 pid: int = 4242, dynamic_every: int = 3, static: bool = False) -> TableSession:
+    """Build the session.  Total device op tasks = ops * iterations * devices.
+
+    ``static=True``: a loaded graph -- ops are launched (Node/Runtime calls) in the first
+    iteration only and replayed in the others (their tasks keep the first launch's connection id).
+    """
     api_parts, task_parts, step_parts, comm_parts, ctask_parts, dev_rows = [], [], [], [], [], []
     conn_next = 0
     iter_len = ops * 10_000 + 200_000  # ns
@@ -73,6 +77,11 @@ def make_session(ops: int = 6, iterations: int = 2, devices: int = 1, comm: bool
             "level": "runtime", "struct_type": "LaunchKernel", "name": "LaunchKernel", "item_id": "0",
             "start_ns": op_h + 500, "end_ns": op_h + 1_500, "connection_id": rt_conn, "request_id": -1,
             "parent": base_row + 2 * n_acl + np.arange(n), "device_id": d})
+        if static:  # launches of the first iteration only; parents shift accordingly
+            first = (it == 1)
+            node, rt = node[first].copy(), rt[first].copy()
+            rt["parent"] = base_row + 2 * n_acl + np.arange(len(node))
+            node_conn = node_conn[k]  # replayed tasks carry the first launch's id
         part = pd.concat([acl, model, node, rt], ignore_index=True)
         part.insert(0, "thread_id", tid)
         part.insert(0, "pid", pid)

@@ -17,29 +17,32 @@ from .perfetto_ui import load_and_query, missing
 
 pytestmark = pytest.mark.browser
 
-SQL = {
+SQL = {  # noqa
     "slices": "select count(*) as n from slice",
     "flows": "select count(*) as n from flow",
     "errors": "select name, idx, severity, value from stats where value > 0 and severity in ('error', 'data_loss')",
-    "device": ("select count(*) as n from slice s join thread_track tt on s.track_id = tt.id "
-               "join thread t using(utid) where t.name like 'Stream %' or t.name like 'Group % Communication'"),
 }
+# device op slices: on a stream or communication-group thread and named like an op_summary row
+DEVICE_SQL = ("select count(*) as n from slice s join thread_track tt on s.track_id = tt.id "
+              "join thread t using(utid) where (t.name like 'Stream %' or t.name like 'Group % Communication') "
+              "and s.name in ({names})")
 
 
-def check_in_perfetto(out_dir: Path) -> None:
-    trace = next(out_dir.glob("msprof_*.json"))
+def check_in_perfetto(out_dir: Path, device: int = 0) -> None:
+    trace = out_dir / f"msprof_{device}.json"
     events = json.loads(trace.read_bytes())
     n_x = sum(e["ph"] == "X" for e in events)
     n_flows = sum(e["ph"] == "s" for e in events)
-    with open(next(out_dir.glob("op_summary_*.csv")), newline="") as fp:
-        op_rows = sum(1 for _ in csv.DictReader(fp))
-    res = load_and_query(trace, SQL)
+    with open(out_dir / f"op_summary_{device}.csv", newline="") as fp:
+        ops = list(csv.DictReader(fp))
+    names = ",".join("'" + n.replace("'", "''") + "'" for n in sorted({r["Op Name"] for r in ops}))
+    res = load_and_query(trace, {**SQL, "device": DEVICE_SQL.format(names=names)})
     assert res["state"] == "ready", res["state"]
     q = res["queries"]
     assert q["errors"] == [], q["errors"]
     assert q["slices"][0]["n"] == n_x
     assert q["flows"][0]["n"] == n_flows
-    assert q["device"][0]["n"] == op_rows
+    assert q["device"][0]["n"] == len(ops)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,3 +55,13 @@ def _need_browser() -> None:
 def test_fixture_timeline_loads_in_perfetto(small_prof: Path) -> None:
     export(small_prof, ExportOptions())
     check_in_perfetto(small_prof / "mindstudio_profiler_output")
+
+
+def test_collected_resnet50_timeline_loads_in_perfetto(tmp_path: Path) -> None:
+    from msprof_py.collect import collect
+
+    res = collect("resnet50", output=tmp_path, devices=2, iterations=2, seed=5, fixed_clock=True)
+    result = export(res.prof_dir, ExportOptions())
+    assert not result.warnings.messages
+    for dev in res.sim.device_ids:
+        check_in_perfetto(res.prof_dir / "mindstudio_profiler_output", dev)

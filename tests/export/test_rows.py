@@ -59,3 +59,10 @@ def test_csv_table_parses_back(tmp_path_factory, rows) -> None:
     assert parsed[0] == ["Name", "Start(us)", "Dur"]
     for (t, n, m), row in zip(rows, parsed[1:]):
         assert row == [t.replace("\x00", "\\x00"), naive_us3(n) + "\t", "N/A" if m else str(n)]
+
+
+@given(st.lists(st.text(max_size=10), max_size=50))
+@settings(max_examples=200, deadline=None)
+def test_jstr_many_equals_one_by_one(values: list[str]) -> None:
+    from msprof_py.export.trace_events import jstr, jstr_many
+    assert jstr_many(values) == [jstr(v) for v in values]
