@@ -68,10 +68,13 @@ class Emitter:
 
     # ------------------------------------------------------------------ iterations
     def block(self, d: int, prog: Program, start: np.ndarray, end: np.ndarray, h0: np.ndarray,
-              host_speed: np.ndarray | None = None) -> None:
+              host_speed: np.ndarray | None = None, fp_point: str | None = None, bp_point: str | None = None
+              ) -> None:
         """Records and truth for ``K`` scheduled iterations of ``prog`` on device ``d``.
 
         ``host_speed`` (K,): the factor each iteration's host offsets were scaled by (default 1).
+        ``fp_point`` / ``bp_point``: op names where the FP tag (its start) / BP tag (its end) go,
+        as msprof's ``profiling_options`` set them; default: the first forward / last backward op.
         """
         K, T = start.shape
         speed = np.ones(K) if host_speed is None else np.asarray(host_speed, np.float64)
@@ -96,7 +99,7 @@ class Emitter:
             kf = [f for k in range(k0, k1) for f in flip_by_k.get(k, ())]
             idx = np.arange(index0 + k0, index0 + k1, dtype=np.int64) if prog.mode == "static" else None
             self.truth_parts.append(self._truth(d, prog, idx, st, en, tid[k0:k1], bat[k0:k1], ctx, stream, codes))
-            steps = self._steps(d, prog, idx, st, en, tid[k0:k1]) if idx is not None else None
+            steps = self._steps(d, prog, idx, st, en, tid[k0:k1], fp_point, bp_point) if idx is not None else None
             if steps is not None:
                 self.step_parts.append(steps)
             if self.on:
@@ -156,19 +159,22 @@ class Emitter:
             "codes": np.tile(codes, (nk, 1)),
         }
 
-    def _steps(self, d, prog, idx, st, en, tid) -> dict | None:
+    def _steps(self, d, prog, idx, st, en, tid, fp_point, bp_point) -> dict | None:
         tm = prog.tasks
         model = np.array(tm.model_task, bool)
         if not model.any():
             return None
         phase = np.array(tm.phase)
-        fp = np.flatnonzero(model & (phase == "fp"))
-        bp = np.flatnonzero(model & (phase == "bp"))
+        names = np.array([i.op_name for i in tm.info])
+        fp = np.flatnonzero(model & (names == fp_point)) if fp_point else np.zeros(0, np.int64)
+        bp = np.flatnonzero(model & (names == bp_point)) if bp_point else np.zeros(0, np.int64)
+        fp = fp if len(fp) else np.flatnonzero(model & (phase == "fp"))
+        bp = bp if len(bp) else np.flatnonzero(model & (phase == "bp"))
         segs = sorted({p for p in phase.tolist() if p.startswith("allreduce")}, key=lambda p: int(p[9:] or 0))
         ar = [np.flatnonzero(model & (phase == p)) for p in segs]
         mi = np.flatnonzero(model)
         nk = len(idx)
-        training = bool(prog.training and len(fp) and len(bp))
+        training = bool((prog.training or fp_point or bp_point) and len(fp) and len(bp))
         return {
             "device_id": np.full(nk, d, np.int64), "model_id": np.full(nk, prog.model_id, np.int64),
             # the iteration ends with its last task (output copies included), so every task of an

@@ -32,7 +32,7 @@ from msprof_py.runtime import apis, hccl, records
 from msprof_py.runtime.apis import Names
 from msprof_py.runtime.cost import OpCost, TuneChoice, memcpy_ns, op_cost
 from msprof_py.runtime.device import DeviceSpec
-from msprof_py.runtime.graph import Op, Tensor
+from msprof_py.runtime.graph import Op
 from msprof_py.runtime.program import PATCH_INDEX, PATCH_TASK, HostRows, Program, TaskInfo, Template
 from msprof_py.runtime.rts import (COMM_STREAM_OFFSET, FIRST_MODEL_STREAM, KERNEL_TYPES, MAX_MODEL_STREAM_TASKS,
                                    MIX_CONTEXT_ID, USER_STREAM)
@@ -156,82 +156,116 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
     model_id = 1 + device_id if model_id is None else model_id
     head, body, tail = _split_dynamic(graph.ops)
     costs = dict(zip(map(id, graph.ops), _costs(graph.ops, spec, tuning)))
-    with_hccl = wl.training and devices > 1 and bool(body)
-    last_bp = max((i for i, op in enumerate(body) if op.phase == "bp"), default=len(body) - 1)
+    plan = _model_plan(wl, body, devices, device_id, spec)
 
-    # ---- plan: the model's nodes in launch order and the cross-stream waits GE inserts
-    # (an EVENT_RECORD after the producer on its stream, an EVENT_WAIT before the consumer)
-    plan: list[tuple[str, object, object]] = [("op", op, op.stream) for op in body]
-    if with_hccl:
-        # gradients of a backward op: its outputs shaped like a weight (dW, dGamma...)
-        weight_shapes = {(w.shape, w.dtype) for w in graph.weights}
-        bp_at = [i for i, op in enumerate(body) if op.phase == "bp"] or [last_bp]
-        grads = [sum(t.nbytes for t in body[i].outputs if (t.shape, t.dtype) in weight_shapes) for i in bp_at]
-        segments = hccl.gradient_segments(grads, sum(w.nbytes for w in graph.weights))
-        for n_seg, (k, nbytes) in reversed(list(enumerate(segments))):
-            ar = hccl.AllReduce.for_graph(graph, devices, device_id, spec, nbytes, n_seg)
-            plan.insert(bp_at[k] + 1, ("hccl", ar, "comm"))
-        for j, (kind, item, _) in enumerate(plan):
-            if kind == "hccl":
-                item.after = j - 1  # inserted right after the op that completes its gradients
-    waits = _cross_stream_waits(plan)
-    recorded = {p for ws in waits.values() for p in ws}
-
-    # ---- load: launch every static node once, static task ids per physical stream
     load = _Host(names, thread, device_id)
-    t = t0 + 3 * apis.US
-    phys: dict[object, int] = {}  # logical stream -> current physical stream
-    used: dict[int, int] = {}  # physical stream -> tasks on it
-    next_stream = first_model_stream + 1 + max((op.stream for op in body), default=0)
-    comm_stream = first_model_stream + COMM_STREAM_OFFSET
-    # (kind, item, stream, task id, stream split from, plan index)
-    model_tasks: list[tuple] = []
-
-    def new_task(logical: object) -> tuple[int, int, int | None]:
-        nonlocal next_stream
-        s = phys.setdefault(logical, comm_stream if logical == "comm" else first_model_stream + int(logical))
-        split_from = None
-        if used.get(s, 0) >= MAX_MODEL_STREAM_TASKS:  # GE stream split: never wrap a model stream
-            split_from = s
-            s = phys[logical] = next_stream
-            next_stream += 1
-        tid = used.get(s, 0)
-        used[s] = tid + 1
-        return s, tid, split_from
-
-    def event_task(kind: str, logical: object, j: int) -> None:
-        nonlocal t
-        s, tid, split_from = new_task(logical)
-        t = load.event(t, kind, s, tid) + apis.OP_GAP_NS
-        model_tasks.append((kind, j, s, tid, split_from, j))
-
-    for j, (kind, item, logical) in enumerate(plan):
-        for p in waits.get(j, ()):
-            event_task("EVENT_WAIT", logical, p)
-        if kind == "op":
-            op, cost = item, costs[id(item)]
-            s, tid, split_from = new_task(logical)
-            t = load.node_launch(t, op, cost, aging=False, dynamic=op.dynamic, rt_api=_rt_api_for(cost), stream=s,
-                                 task_id=tid, batch=0) + apis.OP_GAP_NS
-            model_tasks.append(("op", op, s, tid, split_from, j))
-        else:
-            subs = [new_task(logical) for _ in item.subtasks]
-            t = item.load_records(load, t, subs[0][0], [x[1] for x in subs]) + apis.OP_GAP_NS
-            for sub, (s, tid, split_from) in zip(item.subtasks, subs):
-                model_tasks.append(("hccl", (sub, j), s, tid, split_from, j))
-        if j in recorded:
-            event_task("EVENT_RECORD", logical, j)
+    model_tasks, t = _load_model(load, plan, costs, t0 + 3 * apis.US, first_model_stream,
+                                 1 + max((op.stream for op in body), default=0))
     load_end = t + 2 * apis.US
-    model_name_h = names.h(graph.name)
     load.add(api_event.FILE_TAG, True,
              records.api(LEVEL_MODEL, names.model(MODEL_LOAD), thread, t0 + apis.US, load_end - apis.US, model_id))
     names.model(MODEL_GRAPH_ID_MAP)
-    load.add(graph_id_map.FILE_TAG, False,
-             records.graph_id(thread, t0 + 2 * apis.US, model_name_h, GRAPH_ID_BASE + device_id, model_id))
+    load.add(graph_id_map.FILE_TAG, False, records.graph_id(thread, t0 + 2 * apis.US, names.h(graph.name),
+                                                             GRAPH_ID_BASE + device_id, model_id))
     load.acl("aclmdlLoadFromFile", t0, load_end)
     load_records = [(r.tag, r.aging, r.records) for r in load.rows]
 
-    # ---- one execution: host template and device task template
+    tmpl, host, launch_end = _execution(graph, head, tail, plan, model_tasks, costs, names, thread, device_id,
+                                        model_id, user_stream, spec)
+    first_model = next((i for i, m in enumerate(tmpl.model_task) if m), None)
+    main_stream = tmpl.stream[first_model] if first_model is not None else first_model_stream
+    prog = Program(mode="static", training=wl.training, model_id=model_id, main_stream=main_stream,
+                   tasks=tmpl, host=host.rows, launch_end_ns=launch_end, sync_stream=user_stream)
+    return prog, load_records, load_end
+
+
+Plan = list[tuple[str, object, object]]  # (kind "op"/"hccl", Op or AllReduce, logical stream)
+
+
+def _model_plan(wl: Workload, body: list[Op], devices: int, device_id: int, spec: DeviceSpec) -> Plan:
+    """The model's nodes in launch order, with the all-reduce segments of a data-parallel training
+    graph inserted after the backward ops that complete their gradients."""
+    plan: Plan = [("op", op, op.stream) for op in body]
+    if not (wl.training and devices > 1 and body):
+        return plan
+    graph = wl.graph
+    # gradients of a backward op: its outputs shaped like a weight (dW, dGamma...)
+    weight_shapes = {(w.shape, w.dtype) for w in graph.weights}
+    bp_at = [i for i, op in enumerate(body) if op.phase == "bp"] or [len(body) - 1]
+    grads = [sum(t.nbytes for t in body[i].outputs if (t.shape, t.dtype) in weight_shapes) for i in bp_at]
+    segments = hccl.gradient_segments(grads, sum(w.nbytes for w in graph.weights))
+    for n_seg, (k, nbytes) in reversed(list(enumerate(segments))):
+        ar = hccl.AllReduce.for_graph(graph, devices, device_id, spec, nbytes, n_seg)
+        plan.insert(bp_at[k] + 1, ("hccl", ar, "comm"))
+    for j, (kind, item, _) in enumerate(plan):
+        if kind == "hccl":
+            item.after = j - 1  # inserted right after the op that completes its gradients
+    return plan
+
+
+class _Streams:
+    """Physical model streams and their static task ids; GE moves a logical stream to a new
+    physical one before it would wrap (replayed tasks must keep their ids)."""
+
+    def __init__(self, first: int, logical_count: int) -> None:
+        self.first = first
+        self.phys: dict[object, int] = {}
+        self.used: dict[int, int] = {}
+        self.next_stream = first + logical_count
+        self.comm = first + COMM_STREAM_OFFSET
+
+    def new_task(self, logical: object) -> tuple[int, int, int | None]:
+        """``(physical stream, task id, stream it was split from or None)`` of the next task."""
+        s = self.phys.setdefault(logical, self.comm if logical == "comm" else self.first + int(logical))
+        split_from = None
+        if self.used.get(s, 0) >= MAX_MODEL_STREAM_TASKS:
+            split_from = s
+            s = self.phys[logical] = self.next_stream
+            self.next_stream += 1
+        tid = self.used.get(s, 0)
+        self.used[s] = tid + 1
+        return s, tid, split_from
+
+
+def _load_model(load: _Host, plan: Plan, costs: dict, t: int, first_stream: int, logical_count: int
+                ) -> tuple[list[tuple], int]:
+    """Launch every node once (with GE's event record/wait tasks between streams) at host time ``t``.
+
+    Returns the model's tasks ``(kind, item, stream, task id, split from, plan index)`` in launch
+    order and the host time at the end.
+    """
+    waits = _cross_stream_waits(plan)
+    recorded = {p for ws in waits.values() for p in ws}
+    streams = _Streams(first_stream, logical_count)
+    tasks: list[tuple] = []
+    for j, (kind, item, logical) in enumerate(plan):
+        for p in waits.get(j, ()):
+            s, tid, split_from = streams.new_task(logical)
+            t = load.event(t, "EVENT_WAIT", s, tid) + apis.OP_GAP_NS
+            tasks.append(("EVENT_WAIT", p, s, tid, split_from, j))
+        if kind == "op":
+            cost = costs[id(item)]
+            s, tid, split_from = streams.new_task(logical)
+            t = load.node_launch(t, item, cost, aging=False, dynamic=item.dynamic, rt_api=_rt_api_for(cost),
+                                 stream=s, task_id=tid, batch=0) + apis.OP_GAP_NS
+            tasks.append(("op", item, s, tid, split_from, j))
+        else:
+            subs = [streams.new_task(logical) for _ in item.subtasks]
+            t = item.load_records(load, t, subs[0][0], [x[1] for x in subs]) + apis.OP_GAP_NS
+            for sub, (s, tid, split_from) in zip(item.subtasks, subs):
+                tasks.append(("hccl", sub, s, tid, split_from, j))
+        if j in recorded:
+            s, tid, split_from = streams.new_task(logical)
+            t = load.event(t, "EVENT_RECORD", s, tid) + apis.OP_GAP_NS
+            tasks.append(("EVENT_RECORD", j, s, tid, split_from, j))
+    return tasks, t
+
+
+def _execution(graph, head: list[Op], tail: list[Op], plan: Plan, model_tasks: list[tuple], costs: dict,
+               names: Names, thread: int, device_id: int, model_id: int, user_stream: int, spec: DeviceSpec
+               ) -> tuple[Template, "_Host", int]:
+    """One ``aclmdlExecute``: the host template and the device-task template (input copies and
+    head dynamic ops, the model's replayed tasks, tail dynamic ops and output copies)."""
     tmpl = Template()
     host = _Host(names, thread, device_id)
     c = apis.ACL_ENTER_NS
@@ -260,13 +294,13 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
             if split_from is not None:
                 deps.append(stream_last[split_from])
         if kind == "op":
-            op, cost = item, costs[id(item)]
-            i = tmpl.add(stream=s, fresh=False, dur_ns=cost.duration_ns, submit_ns=submit, info=op_task_info(op, cost),
-                         task_id=tid, model_task=True, phase=op.phase, deps=deps, context_id=_context(cost))
+            cost = costs[id(item)]
+            i = tmpl.add(stream=s, fresh=False, dur_ns=cost.duration_ns, submit_ns=submit,
+                         info=op_task_info(item, cost), task_id=tid, model_task=True, phase=item.phase, deps=deps,
+                         context_id=_context(cost))
         elif kind == "hccl":
-            sub, seg = item[0], hccl_rank[item[1]]
-            i = tmpl.add(stream=s, fresh=False, dur_ns=sub.dur_ns, submit_ns=submit, info=sub.info, task_id=tid,
-                         model_task=True, phase=f"allreduce{seg}", deps=deps, barrier=sub.barrier)
+            i = tmpl.add(stream=s, fresh=False, dur_ns=item.dur_ns, submit_ns=submit, info=item.info, task_id=tid,
+                         model_task=True, phase=f"allreduce{hccl_rank[j]}", deps=deps, barrier=item.barrier)
         else:  # EVENT_RECORD after the producer / EVENT_WAIT for a producer's record
             if kind == "EVENT_WAIT":
                 deps.append(record_task[item])
@@ -276,26 +310,21 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
                 record_task[item] = i
         stream_last[s] = i
     model_end_tasks = sorted(stream_last.values())
-    tail_first = True
+    first_after = True  # the first task after the model waits for all its streams
     for op in tail:
-        deps = model_end_tasks if tail_first else []
-        c = _fresh_op(tmpl, host, op, costs[id(op)], c, user_stream, deps=deps)
-        tail_first = False
+        c = _fresh_op(tmpl, host, op, costs[id(op)], c, user_stream, deps=model_end_tasks if first_after else [])
+        first_after = False
     for x in graph.outputs:
         ref = tmpl.add(stream=user_stream, fresh=True, dur_ns=memcpy_ns(x.nbytes, spec, "d2h"),
                        submit_ns=c + apis.TASK_TRACK_AT_NS, info=_memcpy_info(),
-                       deps=model_end_tasks if tail_first else None)
-        tail_first = False
+                       deps=model_end_tasks if first_after else None)
+        first_after = False
         c = host.memcpy(c, user_stream, x.nbytes, D2H, ref) + apis.OP_GAP_NS
     host.add(api_event.FILE_TAG, True,
              records.event(LEVEL_MODEL, names.model(MODEL_EXECUTE), thread, c, 0, model_id), PATCH_INDEX)
     c += apis.ACL_ENTER_NS
     host.acl("aclmdlExecute", 0, c)
-    first_model = next((i for i, m in enumerate(tmpl.model_task) if m), None)
-    main_stream = tmpl.stream[first_model] if first_model is not None else first_model_stream
-    prog = Program(mode="static", training=wl.training, model_id=model_id, main_stream=main_stream,
-                   tasks=tmpl, host=host.rows, launch_end_ns=c + apis.OP_GAP_NS, sync_stream=user_stream)
-    return prog, load_records, load_end
+    return tmpl, host, c + apis.OP_GAP_NS
 
 
 def build_single_op(wl: Workload, device_id: int, thread: int, spec: DeviceSpec,
@@ -380,6 +409,3 @@ def _context(cost: OpCost) -> int:
 def _memcpy_info() -> TaskInfo:
     return TaskInfo("MEMCPY_ASYNC", "MEMCPY_ASYNC", "MEMCPY_ASYNC", "MEMCPY_ASYNC", "SDMA_SQE")
 
-
-def grad_bytes(weights: list[Tensor]) -> int:
-    return sum(w.nbytes for w in weights)

@@ -65,13 +65,16 @@ def resolve(target: str | Workload | Graph) -> Workload:
 
 def run(target: str | Workload | Graph, *, devices: int = 1, iterations: int = 1, seed: int = 0,
         hooks: ProfilerHooks | None = None, clock: SimClock | None = None, spec: DeviceSpec = ATLAS_A2,
-        tuning: dict[str, TuneChoice] | None = None, task_id_start: int = 0) -> SimResult:
+        tuning: dict[str, TuneChoice] | None = None, task_id_start: int = 0, fp_point: str | None = None,
+        bp_point: str | None = None) -> SimResult:
     """Simulate ``iterations`` of ``target`` on ``devices`` devices, reporting through ``hooks``.
 
     Args:
         tuning: op name -> :class:`TuneChoice` (the AOE tuner's choices); others run untuned.
         task_id_start: the task counter the user stream starts from, as if the process had used it
             before profiling began (a value near 65535 makes even short runs wrap; default 0).
+        fp_point, bp_point: op names for the FP / BP step-trace tags (msprof's profiling_options);
+            unknown names fall back to the first forward / last backward op.
     """
     if devices < 1 or iterations < 1:
         raise WorkloadError(f"devices and iterations must be >= 1 (got {devices}, {iterations})")
@@ -80,7 +83,7 @@ def run(target: str | Workload | Graph, *, devices: int = 1, iterations: int = 1
         raise WorkloadError(f"workload {wl.name!r} has no ops")
     hooks = hooks or NullHooks()
     clock = clock or SimClock.create(spec.host_cpu_frequency_mhz, spec.hwts_frequency_mhz, fixed=False)
-    return _Run(wl, devices, iterations, seed, hooks, clock, spec, tuning, task_id_start).go()
+    return _Run(wl, devices, iterations, seed, hooks, clock, spec, tuning, task_id_start).go(fp_point, bp_point)
 
 
 def pid_for_seed(seed: int) -> int:
@@ -101,13 +104,13 @@ class _Run:
         self.rng = np.random.default_rng(seed)
 
     # ------------------------------------------------------------------ setup
-    def go(self) -> SimResult:
+    def go(self, fp_point: str | None = None, bp_point: str | None = None) -> SimResult:
         if self.on:
             self.names.register_record_types()
         progs, ready = self._setup()
         start, end, h0, sync_end, speed, H = self._timeline(progs, ready)
         for d, prog in enumerate(progs):
-            self.em.block(d, prog, start[d], end[d], h0[d], speed[d])
+            self.em.block(d, prog, start[d], end[d], h0[d], speed[d], fp_point, bp_point)
             self.em.sync(d, h0[d] + H[d], sync_end[d])
         end_ns = self._teardown(progs, sync_end)
         truth, steps = self.em.finish()

@@ -273,3 +273,17 @@ def test_gradient_segments() -> None:
     assert gradient_segments([60, 10, 30], 1000) == [(0, 600), (2, 400)]
     segs = gradient_segments([5] * 10, 999, max_segments=3)
     assert sum(b for _, b in segs) == 999 and [i for i, _ in segs] == [3, 7, 9]
+
+
+def test_fp_and_bp_points_move_the_tags() -> None:
+    fp_op, bp_op = "resnet50/layer1/0/conv1/Conv2D", "gradients/resnet50/layer2/0/conv1/Conv2D_grad/Conv2DBackpropFilter"
+    plain = run("resnet50", iterations=2, seed=3)
+    pointed = run("resnet50", iterations=2, seed=3, fp_point=fp_op, bp_point=bp_op)
+    t = pointed.truth
+    fp_task, bp_task = t[t.op_name == fp_op], t[t.op_name == bp_op]
+    assert (pointed.truth_steps.fp_sim_ns.to_numpy() == fp_task.start_sim_ns.to_numpy()).all()
+    assert (pointed.truth_steps.bp_sim_ns.to_numpy() == (bp_task.start_sim_ns + bp_task.dur_ns).to_numpy()).all()
+    assert (pointed.truth_steps.fp_sim_ns > plain.truth_steps.fp_sim_ns).all()
+    assert (pointed.truth_steps.bp_sim_ns < plain.truth_steps.bp_sim_ns).all()
+    unknown = run("resnet50", iterations=2, seed=3, fp_point="no/such/op")
+    pd.testing.assert_frame_equal(unknown.truth_steps, plain.truth_steps)
