@@ -28,6 +28,12 @@ from typing import Callable
 from msprof_py.runtime.device import DeviceSpec
 from msprof_py.runtime.graph import DTYPE_BYTES, Op, Tensor
 
+# The cost model's behaviour version.  Bump it whenever a change alters any op's cost (a formula,
+# a constant, a table entry, a task-type rule): tuned banks (msprof_py.aoe) record it and are
+# discarded as stale when it differs.  Doc/comment/refactoring edits that keep every cost do
+# not bump it.
+COST_MODEL_VERSION = "1"
+
 CUBE_OPS = frozenset({
     "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3D", "MatMul", "MatMulV2", "MatMulV3",
     "BatchMatMul", "BatchMatMulV2", "GroupedMatmul", "QuantBatchMatmulV3", "WeightQuantBatchMatmulV2",
