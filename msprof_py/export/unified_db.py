@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import NA_ID, device_ids, device_info, table
+from msprof_py.export.session_access import device_ids, device_info, table
 from msprof_py.export.views import shown_tasks, task_types
 
 TABLES: dict[str, list[tuple[str, str]]] = {

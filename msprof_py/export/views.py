@@ -47,10 +47,6 @@ def cat_isin(c: pd.Categorical, values: Any) -> np.ndarray:
     return np.isin(np.asarray(c.categories, dtype=object), list(values))[c.codes]
 
 
-def _str(col: pd.Series) -> np.ndarray:
-    return np.asarray(as_cat(col), dtype=object)
-
-
 def shown_tasks(session: Any, device_id: int) -> pd.DataFrame:
     """Executed device tasks of one device, ordered by start time.
 
