@@ -193,3 +193,21 @@ def test_two_concurrent_tuners_lose_no_entries(tmp_path):
 def _entry(key: str, tuned_us: float) -> BankEntry:
     return BankEntry(key=key, name="conv1", op_type="Conv2D", choice={"format": "NC1HWC0", "schedule": 2, "impl": 0},
                      dims=("Schedule",), default_us=12.0, tuned_us=tuned_us)
+
+
+def test_bank_goes_stale_when_the_cost_model_version_changes(tmp_path, monkeypatch):
+    """The simulator's validators carry runtime.cost.COST_MODEL_VERSION (not a hash of cost.py,
+    so a doc edit keeps banks): a bank tuned under one version is reused by the same version
+    and set aside as stale by the next one."""
+    from msprof_py.aoe import apply
+    from msprof_py.runtime import cost
+    from msprof_py.runtime.device import ATLAS_A2
+
+    assert apply.validators(ATLAS_A2)["cost_model"] == cost.COST_MODEL_VERSION
+    apply.op_bank(ATLAS_A2, directory=tmp_path).offer(_entry("1", 10.0))
+    same = apply.op_bank(ATLAS_A2, directory=tmp_path)
+    assert same.get("Conv2D", "1").tuned_us == 10.0 and not list(same.warnings)
+    monkeypatch.setattr(cost, "COST_MODEL_VERSION", cost.COST_MODEL_VERSION + ".next")
+    bumped = apply.op_bank(ATLAS_A2, directory=tmp_path)
+    assert bumped.get("Conv2D", "1") is None and any("ignored" in w for w in bumped.warnings)
+    assert bumped.offer(_entry("1", 12.0)) == "add" and (tmp_path / "Conv2D.json.stale").exists()

@@ -7,8 +7,6 @@ to run and the ``tuning`` argument for :func:`msprof_py.runtime.sim.run`.
 """
 from __future__ import annotations
 
-import hashlib
-import inspect
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -27,10 +25,11 @@ if TYPE_CHECKING:
 
 
 def cost_model_id() -> str:
-    """A fingerprint of the simulator's cost model (its source); a bank made with another one is stale."""
+    """The simulator's cost-model version (``runtime.cost.COST_MODEL_VERSION``); a bank made with
+    another version is stale.  A version, not a hash of the source, so a doc edit keeps banks."""
     from msprof_py.runtime import cost
 
-    return hashlib.sha256(inspect.getsource(cost).encode()).hexdigest()[:16]
+    return cost.COST_MODEL_VERSION
 
 
 def validators(spec: "DeviceSpec") -> dict[str, str]:

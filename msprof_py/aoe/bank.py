@@ -8,7 +8,7 @@ type for the operator bank (``<OpType>.json``), one ``subgraphs.json`` for the s
       "format": "msprof_py.aoe.bank",
       "schema_version": 1,
       "note": "...",
-      "validators": {"bank_kind": "op", "soc_version": "Ascend910B3", "cost_model": "<sha256[:16]>"},
+      "validators": {"bank_kind": "op", "soc_version": "Ascend910B3", "cost_model": "1"},
       "entries": {
         "<repo_key>": {
           "name": "conv1",                  # the op / subgraph it was first tuned for
@@ -22,9 +22,10 @@ type for the operator bank (``<OpType>.json``), one ``subgraphs.json`` for the s
       }
     }
 
-A file whose ``validators`` differ from the running simulator (other soc, other cost model) is
-ignored with a warning, and moved aside to ``<file>.stale`` before anything new is written, as
-PyTorch TunableOp rejects a results file whose validators differ.
+A file whose ``validators`` differ from the running simulator (other soc, other cost model
+version: ``runtime.cost.COST_MODEL_VERSION``, bumped on every change of behaviour) is ignored
+with a warning, and moved aside to ``<file>.stale`` before anything new is written, as PyTorch
+TunableOp rejects a results file whose validators differ.
 
 An entry goes in only if it beats what is there: :meth:`Bank.offer` re-reads the file under an
 exclusive ``fcntl`` lock (``<file>.lock``), compares, and writes a temporary file then renames

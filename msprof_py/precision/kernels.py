@@ -31,7 +31,7 @@ CUBE_TYPES = frozenset({"Conv2D", "MatMul", "MatMulV2", "MatMulV3", "BatchMatMul
 LAYOUT_TYPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "ExpandDims", "Identity",
                           "TransData", "Transpose", "TransposeD", "Concat", "ConcatD", "ConcatV2",
                           "GatherV2", "Gather", "Embedding", "Dropout", "DropOutDoMask", "Split",
-                          "SplitD", "Slice", "StridedSlice"})
+                          "SplitD", "Slice", "StridedSlice", "ConfusionTransposeD"})
 
 
 def _attr(op: Op, *names: str, default=None):
@@ -211,6 +211,16 @@ def _unary(fn) -> Kernel:
     return lambda op, ins, q: [fn(ins[0]).astype(np.float32)]
 
 
+def _scalar(fn) -> Kernel:
+    """Ascend's tensor-scalar ops (``Muls``, ``Adds``): the scalar is the ``value`` attribute."""
+    def k(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+        value = _attr(op, "value")
+        if value is None:
+            raise _bad(op, f"{op.type} needs a 'value' attribute (the scalar operand)")
+        return [fn(ins[0], np.float32(value)).astype(np.float32)]
+    return k
+
+
 def _gelu(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(np.float32(0.7978845608) * (x + np.float32(0.044715) * x ** 3)))
 
@@ -353,9 +363,15 @@ def rotary_mul(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
     if len(ins) != 3:
         raise _bad(op, f"RotaryMul needs x, cos and sin inputs, the graph gives {len(ins)}")
     x, cos, sin = ins[0], ins[1], ins[2]
+    shape = x.shape
+    d = cos.shape[-1]
+    if shape[-1] != d:  # x in BSH layout (B, S, N*D) with per-head tables (1, S, 1, D): rotate each head
+        if shape[-1] % d or cos.ndim != x.ndim + 1:
+            raise _bad(op, f"cannot apply cos/sin of shape {cos.shape} to x of shape {shape}")
+        x = x.reshape(*shape[:-1], shape[-1] // d, d)
     x1, x2 = np.split(x, 2, axis=-1)
     rot = np.concatenate([-x2, x1], axis=-1)
-    return [q(x * cos) + q(rot * sin)]
+    return [(q(x * cos) + q(rot * sin)).reshape(shape)]
 
 
 # ---------------------------------------------------------------- layout ---------------------------
@@ -382,6 +398,18 @@ def transpose(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
     return [np.transpose(x, perm)]
 
 
+def confusion_transpose(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    """GE's fused Reshape + Transpose (attrs ``perm``, ``shape``, ``transpose_first``): reshape to
+    ``shape`` then transpose by ``perm``, or (``transpose_first``) transpose then reshape."""
+    perm, shape = _attr(op, "perm"), _attr(op, "shape")
+    if perm is None or shape is None:
+        raise _bad(op, "ConfusionTransposeD needs 'perm' and 'shape' attributes")
+    x = ins[0]
+    if bool(_attr(op, "transpose_first", default=False)):
+        return [np.transpose(x, tuple(perm)).reshape(tuple(shape))]
+    return [np.transpose(x.reshape(tuple(shape)), tuple(perm))]
+
+
 def concat(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
     axis = _attr(op, "axis", "concat_dim", "dim")
     if axis is None:
@@ -402,6 +430,9 @@ def split(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
     x = ins[0]
     shapes = [tuple(t.shape) for t in op.outputs]
     axis = _attr(op, "axis", "split_dim")
+    num = _attr(op, "num_split")
+    if num is not None:  # equal parts along ``split_dim`` (SplitD's attrs)
+        return list(np.split(x, int(num), axis=int(axis or 0)))
     if axis is None:
         axis = next(i for i in range(x.ndim) if shapes[0][i] != x.shape[i]) if shapes[0] != x.shape else 0
     bounds = np.cumsum([s[int(axis)] for s in shapes])[:-1]
@@ -496,6 +527,17 @@ def non_zero(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
     return [out.reshape(oshape)]
 
 
+def top_k(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
+    """The ``k`` largest values along the last axis (k from the ``k`` attr or the output shape),
+    sorted descending, and their indices; ties keep the lower index first."""
+    x = ins[0]
+    k = int(_attr(op, "k", default=_out_shape(op)[-1]))
+    if not 0 < k <= x.shape[-1]:
+        raise _bad(op, f"k={k} for a last axis of {x.shape[-1]}")
+    idx = np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    return [np.take_along_axis(x, idx, axis=-1), idx.astype(np.int64)]
+
+
 def dropout_gen_mask(op: Op, ins: list[np.ndarray], q: Q) -> list[np.ndarray]:
     """Dropout is off in a precision comparison (as in inference): the mask keeps every element."""
     t = op.outputs[0]
@@ -511,6 +553,7 @@ KERNELS: dict[str, Kernel] = {
     "FlashAttentionScore": flash_attention,
     "Add": _binary(np.add), "AddV2": _binary(np.add), "BiasAdd": _binary(np.add),
     "Sub": _binary(np.subtract), "Mul": _binary(np.multiply),
+    "Muls": _scalar(np.multiply), "Adds": _scalar(np.add),
     "RealDiv": _binary(np.divide), "Div": _binary(np.divide),
     "Maximum": _binary(np.maximum), "Minimum": _binary(np.minimum),
     "AddN": _binary(np.add),
@@ -544,11 +587,11 @@ KERNELS: dict[str, Kernel] = {
     "ExpandDims": reshape, "Identity": reshape,
     # dropout is off in a precision comparison (as in inference): the mask is not applied
     "Dropout": reshape, "DropOutDoMask": reshape, "DropOutDoMaskV3": reshape,
-    "Transpose": transpose, "TransposeD": transpose,
+    "Transpose": transpose, "TransposeD": transpose, "ConfusionTransposeD": confusion_transpose,
     "Concat": concat, "ConcatD": concat, "ConcatV2": concat,
     "GatherV2": gather, "Gather": gather, "Embedding": gather,
     "Split": split, "SplitD": split,
-    "NonZero": non_zero,
+    "NonZero": non_zero, "TopKV2": top_k, "TopK": top_k,
     "DropOutGenMask": dropout_gen_mask, "DropOutGenMaskV3": dropout_gen_mask,
 }
 

@@ -130,7 +130,8 @@ def make_leaves(graph: Graph, seed: int, only: set[str] | None = None,
 
     The distribution depends on what consumes the tensor, so that a deep network stays in a
     sane range: He/LeCun-scaled cube weights, positive variances, unit-ish norm scales, valid
-    gather indices, matching cos/sin tables.  ``only`` / ``skip`` restrict the names drawn (a
+    gather indices, 0/1 attention masks (integer tensors named ``*mask``), matching cos/sin
+    tables.  ``only`` / ``skip`` restrict the names drawn (a
     tensor's values depend on its name, its consumer and the seed only).
     """
     produced = {t.name for op in graph.ops for t in op.outputs}
@@ -163,6 +164,10 @@ def _init(t: Tensor, op: Op | None, slot: int, rng: np.random.Generator, seed: i
             hi = max(1, table.shape[0])
         elif op is not None and typ == "SoftmaxCrossEntropyWithLogits":
             hi = max(1, op.inputs[0].shape[-1])
+        elif t.name.lower().endswith("mask") and shape:
+            # an attention mask: 1 for the tokens of each sequence, 0 for its padding tail
+            keep = rng.integers(max(1, shape[-1] // 2), shape[-1] + 1, size=shape[:-1] + (1,))
+            return (np.arange(shape[-1]) < keep).astype(np.int64)
         return rng.integers(0, hi, size=shape).astype(np.int64)
     normal = lambda std: (rng.standard_normal(shape) * std).astype(np.float32)  # noqa: E731
     uniform = lambda lo, hi: rng.uniform(lo, hi, size=shape).astype(np.float32)  # noqa: E731

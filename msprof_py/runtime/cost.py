@@ -28,6 +28,12 @@ from typing import Callable
 from msprof_py.runtime.device import DeviceSpec
 from msprof_py.runtime.graph import DTYPE_BYTES, Op, Tensor
 
+# The cost model's behaviour version.  Bump it whenever a change alters any op's cost (a formula,
+# a constant, a table entry, a task-type rule): tuned banks (msprof_py.aoe) record it and are
+# discarded as stale when it differs.  Doc/comment/refactoring edits that keep every cost do
+# not bump it.
+COST_MODEL_VERSION = "1"
+
 CUBE_OPS = frozenset({
     "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3D", "MatMul", "MatMulV2", "MatMulV3",
     "BatchMatMul", "BatchMatMulV2", "GroupedMatmul", "QuantBatchMatmulV3", "WeightQuantBatchMatmulV2",
@@ -42,7 +48,7 @@ AI_CPU_OPS = frozenset({
 })
 # vector op types and their FLOPs per output element (the vector "k")
 VECTOR_FLOPS_PER_ELEM: dict[str, float] = {
-    "Add": 1, "AddN": 1, "Sub": 1, "Mul": 1, "RealDiv": 4, "Div": 4, "Relu": 1, "ReluGrad": 1, "ReluGradV2": 1,
+    "Add": 1, "AddN": 1, "Sub": 1, "Mul": 1, "Muls": 1, "Adds": 1, "RealDiv": 4, "Div": 4, "Relu": 1, "ReluGrad": 1, "ReluGradV2": 1,
     "Gelu": 12, "GeluGrad": 16, "FastGelu": 8, "Swish": 6, "Silu": 6, "Swiglu": 8, "SwigluGrad": 12,
     "Sigmoid": 6, "Tanh": 6, "Exp": 4, "Sqrt": 4, "Rsqrt": 4, "Cast": 1, "Neg": 1,
     "Softmax": 5, "SoftmaxV2": 5, "SoftmaxGrad": 4, "SoftmaxCrossEntropyWithLogits": 8, "LogSoftmaxV2": 6,
@@ -53,14 +59,15 @@ VECTOR_FLOPS_PER_ELEM: dict[str, float] = {
     "AvgPool": 9, "ReduceMean": 1, "ReduceMeanD": 1, "ReduceSum": 1, "ReduceSumD": 1,
     "ApplyMomentum": 4, "ApplyAdamW": 12, "ApplyAdamD": 10, "LambApplyOptimizerAssign": 14,
     "DropOutDoMask": 2, "DropOutDoMaskV3": 2, "DropOutGenMaskV3": 4, "RotaryMul": 4, "RotaryMulGrad": 6,
-    "ApplyRotaryPosEmb": 4, "TransData": 0.25, "Transpose": 0.25, "TransposeD": 0.25, "ConcatD": 0.1,
+    "ApplyRotaryPosEmb": 4, "TransData": 0.25, "Transpose": 0.25, "TransposeD": 0.25,
+    "ConfusionTransposeD": 0.25, "ConcatD": 0.1,
     "SplitD": 0.1, "Slice": 0.1, "StridedSliceD": 0.1, "GatherV2": 0.1, "Gather": 0.1, "Embedding": 0.1,
     "Fill": 0.1, "ZerosLike": 0.1, "OnesLike": 0.1, "Assign": 0.1, "Identity": 0.1, "Reshape": 0.1,
     "BiasAdd": 1, "BiasAddGrad": 1, "L2Loss": 2, "SquareSumV1": 2, "ArgMaxV2": 1, "Equal": 1, "Select": 1,
     "Maximum": 1, "Minimum": 1, "Pow": 8, "Square": 1, "Abs": 1, "Log": 6, "Less": 1, "Greater": 1,
 }
 # vector ops that mostly move data: they reach only part of the HBM bandwidth (strided access)
-LAYOUT_OPS = frozenset({"TransData", "Transpose", "TransposeD", "ConcatD", "SplitD", "StridedSliceD", "GatherV2",
+LAYOUT_OPS = frozenset({"TransData", "Transpose", "TransposeD", "ConfusionTransposeD", "ConcatD", "SplitD", "StridedSliceD", "GatherV2",
                         "Gather", "Embedding"})
 
 CUBE_EFFICIENCY = 0.72  # sustained fraction of peak on a well-shaped GEMM/conv

@@ -182,3 +182,45 @@ def test_kernel_table_covers_the_brief_op_types():
     for t in ("Conv2D", "MatMul", "MatMulV2", "BatchMatMul", "Add", "Mul", "Relu", "Gelu", "Softmax",
               "LayerNorm", "RmsNorm", "BNInfer", "MaxPool", "Cast", "Swiglu", "RotaryMul", "FlashAttentionScore"):
         assert t in KERNELS
+
+
+def test_transformer_kernels_against_numpy_formulas():
+    """The kernels the bert / llm_decoder graphs added: Muls/Adds, ConfusionTransposeD, SplitD
+    with num_split, per-head RotaryMul on a BSH tensor, TopKV2."""
+    lv, v = _run1("Muls", [T("x", 2, 3)], [T("y", 2, 3)], attrs={"value": 0.125})
+    np.testing.assert_allclose(v["y"], lv["x"] * 0.125, rtol=1e-6)
+    lv, v = _run1("Adds", [T("x", 2, 3)], [T("y", 2, 3)], attrs={"value": -3.0})
+    np.testing.assert_allclose(v["y"], lv["x"] - 3.0, rtol=1e-6)
+    with pytest.raises(WorkloadError, match="'value' attribute"):
+        _run1("Muls", [T("x", 2, 3)], [T("y", 2, 3)])
+    # (B*S, 3*N*D) -> (3, B, N, S, D): element [c, b, n, s, d] is row b*S+s, column c*N*D + n*D + d
+    lv, v = _run1("ConfusionTransposeD", [T("x", 2 * 3, 3 * 2 * 4)], [T("y", 3, 2, 2, 3, 4)],
+                  attrs={"perm": (2, 0, 3, 1, 4), "shape": (2, 3, 3, 2, 4), "transpose_first": False})
+    assert v["y"][2, 1, 0, 2, 3] == lv["x"][1 * 3 + 2, 2 * 8 + 0 * 4 + 3]
+    lv, v = _run1("ConfusionTransposeD", [T("x", 2, 2, 3, 4)], [T("y", 6, 8)],
+                  attrs={"perm": (0, 2, 1, 3), "shape": (6, 8), "transpose_first": True})
+    assert v["y"][1 * 3 + 2, 1 * 4 + 3] == lv["x"][1, 1, 2, 3]
+    x = T("x", 2, 5, 12)
+    op = Op("s", "SplitD", [x], [T(f"y{i}", 2, 5, 4) for i in range(3)], attrs={"split_dim": 2, "num_split": 3})
+    g = Graph("g", [op], [x], list(op.outputs))
+    lv = nm.make_leaves(g, 0)
+    vals = nm.execute(g, nm.CPU, lv).values
+    np.testing.assert_array_equal(vals["y2"], lv["x"][..., 8:])
+    # BSH input, per-head tables (1, S, 1, D): each head rotates its own halves
+    lv, v = _run1("RotaryMul", [T("x", 1, 3, 8), T("c", 1, 3, 1, 4), T("s", 1, 3, 1, 4)], [T("y", 1, 3, 8)])
+    xh = lv["x"].reshape(1, 3, 2, 4)
+    rot = np.concatenate([-xh[..., 2:], xh[..., :2]], -1)
+    np.testing.assert_allclose(v["y"], (xh * lv["c"] + rot * lv["s"]).reshape(1, 3, 8), rtol=1e-5)
+    lv, v = _run1("TopKV2", [T("x", 2, 1, 10, dtype="FLOAT")],
+                  [T("val", 2, 1, 3, dtype="FLOAT"), T("idx", 2, 1, 3, dtype="INT32")], attrs={"k": 3})
+    ref = np.argsort(-lv["x"], axis=-1)[..., :3]
+    np.testing.assert_array_equal(v["idx"], ref)
+    np.testing.assert_array_equal(v["val"], np.take_along_axis(lv["x"], ref, -1))
+
+
+def test_attention_masks_are_zero_one_with_a_padding_tail():
+    x = T("input_mask", 4, 1, 1, 16, dtype="INT32")
+    op = Op("c", "Cast", [x], [T("y", 4, 1, 1, 16)])
+    m = nm.make_leaves(Graph("g", [op], [x], list(op.outputs)), 0)["input_mask"]
+    assert set(np.unique(m)) <= {0, 1} and (m[..., 0] == 1).all()
+    assert (np.diff(m, axis=-1) <= 0).all()  # ones, then zeros: padding sits at the tail

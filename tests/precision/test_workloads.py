@@ -1,6 +1,7 @@
 """Numerics on the runtime's built-in workloads at small shapes."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -90,3 +91,85 @@ def test_dump_op_perf_1_writes_only_performance_data(short_dir):
     assert r.exit_code == 0, r.output
     assert (d / "result" / "op_perf.csv").is_file() and (d / "result" / "perf").is_dir()
     assert not list((d / "npu").glob("*.npy")) and not (d / "result" / "cpu_vs_npu.csv").exists()
+
+
+# ---------------------------------------------------------------- transformers --------------------
+
+SMALL = {"resnet50": {"batch": 1, "image": 32},
+         "bert": {"batch": 2, "seq_len": 8, "layers": 2, "hidden": 128},
+         "llm_decoder": {"batch": 1, "seq_len": 8, "layers": 2, "hidden": 256, "vocab": 1000},
+         "single_op": {"batch": 4, "size": 64}}
+
+
+def _params(name: str) -> list[str]:
+    return [a for k, v in SMALL[name].items() for a in ("--param", f"{k}={v}")]
+
+
+def _natural_shape(op, ins) -> tuple[int, ...]:
+    """The shape an op's computation has before any reshape to the declared output: a matmul's
+    broadcast batch dims + (M, N), else what the kernel returned."""
+    from msprof_py.precision.kernels import _mm_operands
+
+    a, b = _mm_operands(op, ins[0], ins[1])
+    return tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2])) + (a.shape[-2], b.shape[-1])
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("graph", ["npu_graph", "cpu_graph"])
+def test_every_builtin_workload_is_shape_consistent(name, graph):
+    """Each forward op computes exactly the outputs its graph declares, from the inputs it is
+    given: compute ops may not rely on a silent reshape of a same-size result (only data-movement
+    ops may present their result in another view, as GE folds Reshape into them)."""
+    from msprof_py.precision.kernels import CUBE_TYPES, LAYOUT_TYPES, kernel_for
+    from msprof_py.precision.numerics import CPU, is_forward, make_leaves
+
+    g = getattr(load_workload(name, SMALL[name]), graph)
+    values = dict(make_leaves(g, 0))
+    ran = 0
+    for op in g.ops:
+        if not is_forward(op):
+            continue
+        ins = [values[t.name] for t in op.inputs]
+        for t, a in zip(op.inputs, ins):
+            assert a.shape == t.shape, (op.name, t.name, a.shape, t.shape)
+        with np.errstate(all="ignore"):
+            outs = kernel_for(op)(op, [a if a.dtype.kind in "iub" else a.astype(np.float32) for a in ins], CPU.q)
+        assert 1 <= len(outs) <= len(op.outputs), op.name
+        for i, (t, y) in enumerate(zip(op.outputs, outs)):
+            y = np.asarray(y)
+            if op.type in LAYOUT_TYPES:
+                assert y.size == t.numel, (op.name, t.name, y.shape, t.shape)
+            elif op.type in CUBE_TYPES - {"Conv2D", "FlashAttentionScore", "Conv2DBackpropInput"} and i == 0:
+                assert _natural_shape(op, ins) == t.shape, (op.name, _natural_shape(op, ins), t.shape)
+            else:
+                assert y.shape == t.shape, (op.name, t.name, y.shape, t.shape)
+            values[t.name] = y.reshape(t.shape)
+        ran += 1
+    assert ran > 5
+
+
+@pytest.mark.parametrize("name,n_fwd", [("bert", 2 * 18 + 8), ("llm_decoder", 2 * 13 + 6)])
+def test_transformer_compare_end_to_end_without_fault(name, n_fwd, short_dir):
+    d = short_dir / "d"
+    r = CliRunner().invoke(cli, ["compare", "--dump_path", str(d), "--workload", name, *_params(name)])
+    assert r.exit_code == 0, r.output
+    assert f"dumped {n_fwd} NPU nodes" in r.output
+    assert "verdict: accumulated error" in r.output and "computation error found" in r.output
+    assert "fault injected" not in r.output
+    table = pd.read_csv(d / "result" / "cpu_vs_npu.csv")
+    assert len(table) >= n_fwd
+    perf = pd.read_csv(d / "result" / "op_perf.csv")
+    fwd = {op.name for op in load_workload(name, SMALL[name]).npu_graph.ops if op.phase not in ("bp", "update")}
+    assert len(fwd) == n_fwd and fwd <= set(perf["name"])
+
+
+@pytest.mark.parametrize("name,op", [("bert", "bert/encoder/layer_1/intermediate/Gelu"),
+                                     ("bert", "bert/encoder/layer_0/attention/self/SoftmaxV2"),
+                                     ("llm_decoder", "model/layers/1/self_attn/RotaryMul"),
+                                     ("llm_decoder", "model/layers/0/self_attn/FlashAttentionScore")])
+def test_transformer_fault_is_named_as_a_computation_error(name, op, short_dir):
+    d = short_dir / "d"
+    r = CliRunner().invoke(cli, ["compare", "--dump_path", str(d), "--workload", name, *_params(name),
+                                 "--inject", f"op={op}"])
+    assert r.exit_code == 0, r.output
+    assert f"error starts at: {op} " in r.output and "verdict: computation error" in r.output

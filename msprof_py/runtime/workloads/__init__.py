@@ -37,9 +37,10 @@ def _bert(batch: int = 32, seq_len: int = 128, layers: int = 12, hidden: int = 7
                     f"BERT encoder training step, batch {batch}, sequence {seq_len}, {layers} layers")
 
 
-def _llm_decoder(batch: int = 4, seq_len: int = 1024, layers: int = 8, hidden: int = 4096) -> Workload:
+def _llm_decoder(batch: int = 4, seq_len: int = 1024, layers: int = 8, hidden: int = 4096,
+                 vocab: int = 32000) -> Workload:
     from msprof_py.runtime.workloads import llm_decoder
-    return Workload("llm_decoder", llm_decoder.build(batch, seq_len, layers, hidden), "static", False, 100.0,
+    return Workload("llm_decoder", llm_decoder.build(batch, seq_len, layers, hidden, vocab), "static", False, 100.0,
                     f"LLM decoder forward (prefill), batch {batch}, {seq_len} tokens, {layers} layers")
 
 
