@@ -47,6 +47,7 @@ MODEL_SUBMIT_AT_NS = 6 * US
 SYNC_RETURN_NS = 3 * US  # from the device finishing to aclrtSynchronizeStream returning
 GET_WORKSPACE_NS = 3 * US
 OP_GAP_NS = 1 * US  # host time between two calls
+FUSION_INFO_NS = 200  # host time between two fusion_op_info reports at model load
 
 
 class Names:

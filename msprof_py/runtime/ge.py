@@ -2,8 +2,8 @@
 
 Static models (``aclmdlLoadFromFile`` + ``aclmdlExecute``): at load GE launches every node's
 task once (ACL ``aclmdlLoadFromFile`` > Model ``ModelLoad`` > Node ``launch`` > Runtime
-``KernelLaunch`` > task_track, with unaging node_basic_info / tensor_info / fusion_op_info /
-context_id_info and a graph_id_map); the device replays those same (stream, task id) every
+``KernelLaunch`` > task_track, with unaging node_basic_info / tensor_info / context_id_info, a
+graph_id_map, and after the last launch one fusion_op_info per fused op); the device replays those same (stream, task id) every
 execution.  Each execution launches fresh tasks on the user stream: the input copies (H2D), the
 dynamic-shape ops at the head/tail of the graph (aging node_basic_info, op_state dynamic) and the
 output copies (D2H), inside a Model-level ``ModelExecute`` event pair whose requestId is the
@@ -92,19 +92,27 @@ class _Host:
             self.add(context_id_info.FILE_TAG, aging, records.context_ids(self.thread, ti, name_h, [MIX_CONTEXT_ID]))
         rt0 = t + apis.RT_LAUNCH_AT_NS
         self.rt_api(rt_api, rt0, rt0 + int(apis.US * 6))
-        if op.fused_from:
-            # GE reports fusion info for the model, between launches (msprof's Python path takes it
-            # only from a node-level record that is not under a Node@launch)
-            n.node(NODE_FUSION_OP_INFO)
-            in_mem = sum(x.nbytes for x in op.inputs)
-            out_mem = sum(x.nbytes for x in op.outputs)
-            self.add(fusion_op_info.FILE_TAG, aging, records.fusion_op(
-                self.thread, t + dur + apis.OP_GAP_NS // 2, name_h, [n.h(f) for f in op.fused_from], in_mem, out_mem,
-                0, out_mem // 4))
         host_type = KERNEL_TYPES[cost.task_type][0]
         # the runtime reports the launched kernel under the node's name (what op_summary shows)
         self.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, task_id, batch, host_type, op.name, cost.block_dim, ref)
         return t + dur
+
+    def fusion_infos(self, t: int, ops: list[Op]) -> int:
+        """GE's fusion_op_info for every fused op of a loaded graph, reported once at load after the
+        node launches (inside ModelLoad, outside any Node@launch: msprof attaches a fusion record
+        only to a node-level point with no launch around it, and takes the model id from the
+        enclosing ModelLoad); returns the host time after the last record."""
+        n = self.n
+        for op in ops:
+            if not op.fused_from:
+                continue
+            n.node(NODE_FUSION_OP_INFO)
+            in_mem = sum(x.nbytes for x in op.inputs)
+            out_mem = sum(x.nbytes for x in op.outputs)
+            self.add(fusion_op_info.FILE_TAG, False, records.fusion_op(
+                self.thread, t, n.h(op.name), [n.h(f) for f in op.fused_from], in_mem, out_mem, 0, out_mem // 4))
+            t += apis.FUSION_INFO_NS
+        return t
 
     def event(self, t: int, kind: str, stream: int, task_id: int) -> int:
         """GE's EventRecord / StreamWaitEvent at load: a runtime API and its task_track; returns its end."""
@@ -161,6 +169,7 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
     load = _Host(names, thread, device_id)
     model_tasks, t = _load_model(load, plan, costs, t0 + 3 * apis.US, first_model_stream,
                                  1 + max((op.stream for op in body), default=0))
+    t = load.fusion_infos(t, graph.ops)
     load_end = t + 2 * apis.US
     load.add(api_event.FILE_TAG, True,
              records.api(LEVEL_MODEL, names.model(MODEL_LOAD), thread, t0 + apis.US, load_end - apis.US, model_id))
