@@ -16,8 +16,10 @@ Switch -> what gets written (everything defaults to "on"):
 | runtime_api             | host api_event records of level runtime (5000)                      |
 | hccl                    | level communication (5500) api/events, hccl_info, hccl_op_info      |
 
-``aic_metrics``, ``fp_point`` and ``bp_point`` are validated and recorded in sample.json; the
-simulator has no PMU counters, so ``aic_metrics`` does not add data.  Unknown keys are warnings;
+``aic_metrics``, ``fp_point`` and ``bp_point`` are validated and recorded in sample.json;
+``fp_point`` / ``bp_point`` (op names) also move the FP / BP step-trace tags to those ops' start /
+end (a warning when the op is not in the run); the simulator has no PMU counters, so
+``aic_metrics`` does not add data.  Unknown keys are warnings;
 a bad value or malformed JSON is an :class:`~msprof_py.errors.InvalidParamError` naming the key
 or the line/column.
 """

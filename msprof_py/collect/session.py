@@ -82,10 +82,15 @@ class ProfileSession:
             runner: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
         """Run ``target`` (workload name, Graph, ...) on the simulator with profiling on.
 
-        ``runner`` defaults to :func:`msprof_py.runtime.sim.run`; returns its SimResult.
+        ``runner`` defaults to :func:`msprof_py.runtime.sim.run`; returns its SimResult.  The
+        options' ``fp_point`` / ``bp_point`` (when set, and not given in ``kwargs``) are passed on
+        to it, so the FP / BP step-trace tags go at those ops.
         """
         if runner is None:
             from msprof_py.runtime.sim import run as runner
+        for key in ("fp_point", "bp_point"):
+            if getattr(self.options, key):
+                kwargs.setdefault(key, getattr(self.options, key))
         sim = runner(target, devices=devices, iterations=iterations, seed=self.seed if seed is None else seed,
                      hooks=self.hooks, clock=self.clock, spec=self.spec, **kwargs)
         self.sim = sim

@@ -34,7 +34,9 @@ class FakeSimResult:
 
 
 def fake_run(target: Any, *, devices: int = 1, iterations: int = 1, seed: int = 0, hooks: Any = None,
-             clock: SimClock | None = None, spec: DeviceSpec = ATLAS_A2, tuning: Any = None) -> FakeSimResult:
+             clock: SimClock | None = None, spec: DeviceSpec = ATLAS_A2, tuning: Any = None,
+             fp_point: str | None = None, bp_point: str | None = None) -> FakeSimResult:
+    """fp_point / bp_point are accepted (same signature as the runtime) and ignored."""
     if target not in ("tiny", "medium"):
         from msprof_py.errors import WorkloadError
         raise WorkloadError(f"unknown workload {target!r}; choose one of: medium, tiny")
