@@ -6,7 +6,7 @@ import click
 from msprof_py.cli import print_warnings, run_guarded
 
 
-@click.command(context_settings={"ignore_unknown_options": False})
+@click.command()
 @click.option("--workload", "-w", help="built-in workload (e.g. resnet50, bert, llm_decode, single_op)")
 @click.option("--graph", "graph_file", type=click.Path(dir_okay=False), help="user graph file (JSON)")
 @click.option("--iterations", "-n", type=click.IntRange(min=1), default=1, show_default=True,

@@ -10,7 +10,6 @@ buffer; nothing is kept per record.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -68,17 +67,3 @@ class SliceStream:
             self._file.close()
             self._file = None
 
-
-def read_stream(directory: str | os.PathLike[str], first_name: str) -> bytes:
-    """Concatenate the slices of the stream whose slice 0 is ``first_name`` (tests, tools).
-
-    ``first_name`` must end in ``slice_0``; slices are joined in numeric order.
-    """
-    base = Path(directory)
-    stem = first_name[: -len("0")]
-    parts = []
-    n = 0
-    while (base / f"{stem}{n}").exists():
-        parts.append((base / f"{stem}{n}").read_bytes())
-        n += 1
-    return b"".join(parts)
