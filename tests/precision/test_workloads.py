@@ -173,3 +173,19 @@ def test_transformer_fault_is_named_as_a_computation_error(name, op, short_dir):
                                  "--inject", f"op={op}"])
     assert r.exit_code == 0, r.output
     assert f"error starts at: {op} " in r.output and "verdict: computation error" in r.output
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_backward_matmuls_are_shape_consistent_too(name):
+    """The backward pass is not executed numerically, but the profiler times it from its shapes:
+    every MatMul/BatchMatMul gradient must multiply operands that fit and give its declared output."""
+    from msprof_py.precision.kernels import _mm_operands
+
+    g = load_workload(name, SMALL[name]).workload.graph
+    mms = [op for op in g.ops if op.type in ("MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2")]
+    for op in mms:
+        a, b = (np.empty(t.shape, np.float16) for t in op.inputs[:2])
+        assert _natural_shape(op, [a, b]) == op.outputs[0].shape, op.name
+        _mm_operands(op, a, b)
+    if name == "bert":
+        assert sum(op.phase == "bp" for op in mms) == 2 * sum(op.phase == "fp" for op in mms)  # dX and dW each

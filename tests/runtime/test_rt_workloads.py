@@ -61,3 +61,11 @@ def test_bigger_batch_takes_longer() -> None:
         return sum(op_cost(op, ATLAS_A2).duration_ns for op in g.ops if op.phase != "update")
     t8, t32 = device_ns(8), device_ns(32)
     assert 2.5 < t32 / t8 < 4.2  # roughly proportional (fixed launch overheads and small ops)
+
+
+@pytest.mark.parametrize("name,hidden", [("bert", 100), ("llm_decoder", 200), ("llm_decoder", 63)])
+def test_hidden_sizes_that_do_not_split_into_heads_are_refused(name: str, hidden: int) -> None:
+    from msprof_py.errors import WorkloadError
+
+    with pytest.raises(WorkloadError, match="hidden must be a multiple"):
+        get_workload(name, hidden=hidden, layers=1)

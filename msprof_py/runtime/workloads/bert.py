@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+from msprof_py.errors import WorkloadError
 from msprof_py.runtime.graph import Graph, Tensor
 from msprof_py.runtime.workloads._builder import GraphBuilder
 
@@ -33,8 +34,9 @@ MASK_BIAS = 10000.0  # padding positions get -10000 before the softmax (fits fp1
 def build(batch: int = 32, seq_len: int = 128, layers: int = 12, hidden: int = 768) -> Graph:
     b = GraphBuilder("bert")
     d = min(HEAD_DIM, hidden)
-    heads = max(1, hidden // d)
-    hidden = heads * d  # whole heads
+    if hidden % d:
+        raise WorkloadError(f"workload 'bert': hidden must be a multiple of the head size {HEAD_DIM}, got {hidden}")
+    heads = hidden // d
     tokens = batch * seq_len
     ids = b.input("input_ids", (batch, seq_len), "INT32")
     mask_in = b.input("input_mask", (batch, 1, 1, seq_len), "INT32")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from msprof_py.errors import WorkloadError
 from msprof_py.runtime.graph import Graph
 from msprof_py.runtime.workloads._builder import GraphBuilder
 
@@ -25,9 +26,11 @@ TOP_K = 50
 
 def build(batch: int = 4, seq_len: int = 1024, layers: int = 8, hidden: int = 4096, vocab: int = 32000) -> Graph:
     b = GraphBuilder("llm_decoder", dtype="BF16")
-    d = min(HEAD_DIM, hidden - hidden % 2) or 2  # an even head dimension (RoPE rotates pairs)
-    heads = max(1, hidden // d)
-    hidden = heads * d
+    d = min(HEAD_DIM, hidden)
+    if hidden % d or d % 2:  # whole heads of an even size (RoPE rotates half against half)
+        raise WorkloadError(f"workload 'llm_decoder': hidden must be a multiple of the head size {HEAD_DIM} "
+                            f"(or an even number below it), got {hidden}")
+    heads = hidden // d
     ffn = max(256, int(hidden * 8 / 3) // 256 * 256)
     top_k = min(TOP_K, vocab)
     bsh = (batch, seq_len, hidden)
