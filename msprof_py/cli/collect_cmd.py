@@ -7,7 +7,7 @@ from msprof_py.cli import print_warnings, run_guarded
 
 
 @click.command()
-@click.option("--workload", "-w", help="built-in workload (e.g. resnet50, bert, llm_decode, single_op)")
+@click.option("--workload", "-w", help="built-in workload (e.g. resnet50, bert, llm_decoder, single_op)")
 @click.option("--graph", "graph_file", type=click.Path(dir_okay=False), help="user graph file (JSON)")
 @click.option("--iterations", "-n", type=click.IntRange(min=1), default=1, show_default=True,
               help="training iterations / executions")

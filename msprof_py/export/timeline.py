@@ -11,7 +11,10 @@ Processes (pid = ``(pid << 10) | (sortIndex << 5) | deviceId``):
 * Overlap Analysis (sort 31): Computing / Communication / Communication(Not Overlapped) / Free,
   when the session has communication.
 * HostToDevice flows: ``s`` at the Node launch on its CANN thread, ``f`` (``bp: "e"``) at the
-  device task, ``id = str(connection_id << 32)``.  Only pairs whose two ends are both in the file
+  device task, ``id = str(connection_id << 32)`` as msprof writes it -- unless a connection id
+  reaches 2**21, where the shifted id would pass 2**53 and viewers that read ids as doubles would
+  merge neighbouring flows; the whole file then uses the plain connection id (still unique, still a
+  string), see :func:`flow_ids`.  Only pairs whose two ends are both in the file
   are written (every flow has both ends), and a launch replayed N times (static graph) gets one
   flow, to its first execution.
 
@@ -363,10 +366,19 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
     s = s.sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
     pair = s.merge(e, on="conn", suffixes=("_s", "_f"))
     pair = pair.sort_values("ns_s", kind="stable")
-    ids = pair["conn"].to_numpy(np.int64) << 32
+    ids = flow_ids(pair["conn"].to_numpy(np.int64))
     return Flows("HostToDevice", "HostToDevice", ids, pair["pid_s"].to_numpy(np.int64), pair["tid_s"].to_numpy(np.int64),
                  pair["ns_s"].to_numpy(np.int64), pair["pid_f"].to_numpy(np.int64), pair["tid_f"].to_numpy(np.int64),
                  pair["ns_f"].to_numpy(np.int64))
+
+
+def flow_ids(conn: np.ndarray) -> np.ndarray:
+    """msprof's flow id ``connection_id << 32``, or the plain connection id for the whole file when
+    any shifted id would reach 2**53 (collections with more than 2,097,151 API calls)."""
+    conn = np.asarray(conn, dtype=np.int64)
+    if len(conn) and int(conn.max()) >= 1 << 21:
+        return conn.copy()
+    return conn << 32
 
 
 def build_timeline(session: Any, device_id: int, ctx: ExportContext) -> Timeline:

@@ -140,3 +140,20 @@ def test_reports_keys_switch_layers(tmp_path: Path) -> None:
     procs = {e["args"]["name"] for e in ev if e["name"] == "process_name"}
     assert procs == {"Ascend Hardware"}
     assert not [e for e in ev if e["ph"] in "sf"]  # flows need the CANN layer too
+
+
+def test_flow_ids_stay_below_2_53_for_huge_connection_ids(tmp_path: Path) -> None:
+    """Past 2**21 API calls msprof's ``conn << 32`` would pass 2**53 (a real 1M-task single-op
+    collection has ~4M calls); the file then uses plain connection ids, still paired, no warning."""
+    s = make_session(ops=3, iterations=1)
+    offset = 1 << 22
+    s.api["connection_id"] = s.api["connection_id"] + offset
+    s.tasks["connection_id"] = np.where(s.tasks["connection_id"] >= 0, s.tasks["connection_id"] + offset, -1)
+    ctx = ExportContext()
+    REGISTRY["timeline:msprof"].write(s, tmp_path, Naming(0), ctx)
+    ev = json.loads((tmp_path / "msprof_0.json").read_bytes())
+    starts = {e["id"] for e in ev if e["ph"] == "s"}
+    ends = {e["id"] for e in ev if e["ph"] == "f"}
+    assert starts and starts == ends
+    assert max(int(i) for i in starts) < 2**53
+    assert not [w for w in ctx.warnings if "2**53" in w]
