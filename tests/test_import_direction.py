@@ -1,0 +1,41 @@
+"""Stages import one way: runtime <- collect; raw is shared by collect and parse; export reads
+only the parsed session; nothing imports the CLI.  Scans every module's imports (also the lazy
+ones inside functions)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "msprof_py"
+
+# package -> packages it must never import
+FORBIDDEN = {
+    "raw": {"runtime", "collect", "parse", "export", "cli", "aoe", "precision"},
+    "runtime": {"collect", "parse", "export", "cli", "aoe", "precision"},
+    "collect": {"parse", "export", "cli", "precision"},
+    "parse": {"runtime", "collect", "export", "cli", "aoe", "precision"},
+    "export": {"raw", "runtime", "collect", "cli", "aoe", "precision"},
+    "aoe": {"cli"},
+    "precision": {"cli", "collect"},
+}
+
+
+def imported_packages(path: Path) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "msprof_py" and len(parts) > 1:
+                out.add(parts[1])
+    return out
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_package_imports_only_upstream(package: str) -> None:
+    bad = {str(p.relative_to(PKG)): sorted(imported_packages(p) & FORBIDDEN[package])
+           for p in (PKG / package).rglob("*.py")}
+    assert {k: v for k, v in bad.items() if v} == {}
