@@ -42,11 +42,11 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from msprof_py import atomic
 from msprof_py.errors import InvalidPathError, WarningLog
 
 BANK_FORMAT = "msprof_py.aoe.bank"
@@ -110,9 +110,6 @@ def repo_key(signature: Mapping[str, Any]) -> str:
     """A 64-bit decimal key (AOE's repo_key style) over the canonical JSON of ``signature``."""
     canon = json.dumps(signature, sort_keys=True, separators=(",", ":"), default=str)
     return str(int.from_bytes(hashlib.sha256(canon.encode()).digest()[:8], "big"))
-
-_UMASK = os.umask(0o022)  # read the process umask once (os.umask can only be read by setting it)
-os.umask(_UMASK)
 
 
 def _safe_name(op_type: str) -> str:
@@ -250,17 +247,7 @@ class Bank:
         doc = {"format": BANK_FORMAT, "schema_version": BANK_SCHEMA_VERSION, "note": BANK_NOTE,
                "validators": self.validators, "entries": entries}
         text = json.dumps(doc, sort_keys=True, indent=1) + "\n"
-        tmp = None
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.directory)
-            os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; these files are as shareable as any other
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except OSError as err:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
-            raise InvalidPathError(f"{path}: cannot write the custom repository ({err.strerror})") from None
+        atomic.write_text(path, text, error="cannot write the custom repository")
 
 
 def load_tuning(target: Any, **kwargs: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
+from msprof_py import atomic
 from msprof_py.aoe.reader import AoeResults, read_results
 from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, WarningLog
 
@@ -120,16 +121,11 @@ def write_tables(tables: dict[str, pd.DataFrame], out_dir: Path, fmt: str) -> li
     written = []
     for name, df in tables.items():
         final = out_dir / f"{name}.{fmt}"
-        tmp = out_dir / f".{name}.{fmt}.tmp{os.getpid()}"
-        try:
+        with atomic.temp_path(final, error="cannot write") as tmp:
             if fmt == "csv":
                 df.to_csv(tmp, index=False, lineterminator="\n")
             else:
                 tmp.write_text(df.to_json(orient="records", indent=1, force_ascii=False) + "\n", encoding="utf-8")
-            os.replace(tmp, final)
-        except OSError as err:
-            tmp.unlink(missing_ok=True)
-            raise InvalidPathError(f"{final}: cannot write ({err.strerror})") from None
         written.append(final)
     return written
 

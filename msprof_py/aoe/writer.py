@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from msprof_py import atomic
 from msprof_py.errors import InvalidPathError
-
-_UMASK = os.umask(0o022)  # read the process umask once (os.umask can only be read by setting it)
-os.umask(_UMASK)
-
 
 def aoe_timestamp(now: datetime) -> str:
     """AOE's ``YYYYMMDD_HHMMSSmmm`` (milliseconds as three digits)."""
@@ -39,19 +35,12 @@ def dumps(doc: Any) -> str:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file next to ``path`` and rename it over ``path``."""
-    tmp = None
+    """Write ``text`` to ``path`` (temporary name, then rename), creating its directory."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; these files are as shareable as any other
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
     except OSError as err:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
         raise InvalidPathError(f"{path}: cannot write ({err.strerror})") from None
+    atomic.write_text(path, text, error="cannot write")
 
 
 class ResultWriter:

@@ -7,14 +7,12 @@ never look at raw data.
 """
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
+from msprof_py.atomic import atomic_open
 from msprof_py.errors import WarningLog
 
 
@@ -84,25 +82,6 @@ def register(exporter: Exporter) -> Exporter:
         raise ValueError(f"duplicate exporter {key}")
     REGISTRY[key] = exporter
     return exporter
-
-
-@contextmanager
-def atomic_open(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
-    """Open a temporary file next to ``path``; rename it to ``path`` only when the block
-    completes.  An interrupted export therefore never leaves a half-written output."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode) as fp:
-            yield fp
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def write_chunks(path: Path, chunks: Iterable[bytes]) -> Path:

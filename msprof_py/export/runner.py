@@ -20,9 +20,10 @@ from typing import Any
 
 import click
 
+from msprof_py.atomic import atomic_open
 from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, WarningLog
 from msprof_py.export import base
-from msprof_py.export.base import REGISTRY, ExportContext, Naming, atomic_open
+from msprof_py.export.base import REGISTRY, ExportContext, Naming
 from msprof_py.export.session_access import device_ids, table
 
 OUTPUT_DIR = "mindstudio_profiler_output"

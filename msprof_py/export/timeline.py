@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from msprof_py.atomic import atomic_open
 from msprof_py.export import intervals
-from msprof_py.export.base import ExportContext, Naming, atomic_open, register
+from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import api_of_device, device_info, of_device, table
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
                                            STEP_TRACE_TID_OFFSET, Arg, Flows, Meta, Slices, format_pid)

@@ -11,15 +11,14 @@ RANK_DEVICE_MAP, HOST_INFO and, when there is communication, COMMUNICATION_OP.
 """
 from __future__ import annotations
 
-import os
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from msprof_py.atomic import temp_path
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import device_ids, device_info, table
 from msprof_py.export.views import shown_tasks, task_types
@@ -94,9 +93,7 @@ def _strip_quotes(values: Any) -> Any:
 
 def write_db(session: Any, path: Path) -> Path:
     """Write the unified DB to ``path`` atomically (temporary file in the same dir, then rename)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with temp_path(path) as tmp:
         con = sqlite3.connect(tmp)
         try:
             con.execute("PRAGMA journal_mode=OFF")
@@ -107,12 +104,6 @@ def write_db(session: Any, path: Path) -> Path:
             con.commit()
         finally:
             con.close()
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from msprof_py.atomic import atomic_open
 from msprof_py.errors import WarningLog
 from msprof_py.raw.files import FILTER_DIRS
 
@@ -54,16 +54,7 @@ def store(prof: Path, key: str, data: dict[str, Any], warnings: WarningLog) -> N
     folder = prof / CACHE_DIR
     try:
         folder.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".session.", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump({"key": key, "data": data}, f, protocol=5)
-            os.replace(tmp, folder / CACHE_FILE)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        with atomic_open(folder / CACHE_FILE) as f:
+            pickle.dump({"key": key, "data": data}, f, protocol=5)
     except OSError as err:
         warnings.warn(f"{prof}: cannot write the parse cache ({err.strerror or err}); parsing again next time")

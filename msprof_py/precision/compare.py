@@ -28,6 +28,7 @@ from pathlib import Path
 
 import orjson
 
+from msprof_py import atomic
 from msprof_py.errors import InvalidParamError, InvalidPathError, WarningLog
 from msprof_py.precision import dumpdir, graphio
 from msprof_py.precision.metrics import CSV_COLUMNS, DETAIL_COLUMNS, TensorCompare, compare_tensors, detail_rows
@@ -346,9 +347,8 @@ def _write(result_dir: Path, nodes: list[NodeResult], opts: CompareOptions, op_c
     written: list[Path] = []
 
     def csv(path: Path, df: "pd.DataFrame") -> None:
-        tmp = path.with_name(f".{path.name}.tmp")
-        df.to_csv(tmp, index=False)
-        os.replace(tmp, path)
+        with atomic.temp_path(path) as tmp:
+            df.to_csv(tmp, index=False)
         written.append(path)
 
     rows = [n.cmp.csv_row(n.label) for n in nodes if n.cmp is not None]
@@ -368,9 +368,8 @@ def _write(result_dir: Path, nodes: list[NodeResult], opts: CompareOptions, op_c
           "".join(f"{n.npu_node}\n" for n in nodes if n.cpu_node is None), written)
     if not op_config_path.exists():
         df = pd.DataFrame({"op_name": [n.npu_node for n in nodes], "atol": "NA", "rtol": "NA"})
-        tmp = op_config_path.with_name(f".{op_config_path.name}.tmp")
-        df.to_csv(tmp, index=False)
-        os.replace(tmp, op_config_path)  # a template for the user; kept across compares
+        with atomic.temp_path(op_config_path) as tmp:  # a template for the user; kept across compares
+            df.to_csv(tmp, index=False)
     meta = {
         "atol": opts.atol, "rtol": opts.rtol, "diff_cnt": opts.diff_cnt, "force_compare": opts.force_compare,
         "skip_keys": list(opts.skip_keys), "map_node_dict": opts.map_node_dict,
@@ -404,7 +403,7 @@ def _write(result_dir: Path, nodes: list[NodeResult], opts: CompareOptions, op_c
 
 
 def _text(path: Path, text: str, written: list[Path]) -> None:
-    dumpdir.write_text_atomic(path, text)
+    atomic.write_text(path, text)
     written.append(path)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from msprof_py import __version__
+from msprof_py import __version__, atomic
 from msprof_py.precision import dumpdir, graphio
 from msprof_py.precision.numerics import CPU, NPU, Execution, Fault, check_faults, execute, fuse, make_leaves
 from msprof_py.runtime.graph import Graph, Op
@@ -80,24 +80,24 @@ def run_and_dump(cpu_graph: Graph, dump_path: str | None, *, npu_graph: Graph | 
         for key, t in zip(output_keys(op), op.outputs):
             if t.name in cpu.values:
                 dumpdir.save_tensor(root / "cpu", key, cpu.values[t.name])
-    dumpdir.write_text_atomic(result / "dump_memory_nodename.log", "".join(k + "\n" for k in npu_keys))
+    atomic.write_text(result / "dump_memory_nodename.log", "".join(k + "\n" for k in npu_keys))
     rows = ["order\tnode\tstart_ns\tduration_ns"]
     for i, op in enumerate(npu.executed):
         start, dur = (timings_ns or {}).get(op.name, (0, 0))
         rows.append(f"{i}\t{op.name}\t{start}\t{dur}")
-    dumpdir.write_text_atomic(result / "node_runtime.file", "\n".join(rows) + "\n")
-    dumpdir.write_text_atomic(result / "consumer_map_dict.file", graphio.dump_json(consumer_map(cpu_graph)).decode())
-    dumpdir.write_text_atomic(result / "check_skip.log",
+    atomic.write_text(result / "node_runtime.file", "\n".join(rows) + "\n")
+    atomic.write_text(result / "consumer_map_dict.file", graphio.dump_json(consumer_map(cpu_graph)).decode())
+    atomic.write_text(result / "check_skip.log",
                               "".join(f"{name}: {why}\n" for name, why in (*npu.skipped, *cpu.skipped)))
-    dumpdir.write_text_atomic(result / "concate_skip.log", "")
-    dumpdir.write_text_atomic(result / "graph_npu.json", graphio.dump_json(graphio.graph_to_dict(npu_graph)).decode())
-    dumpdir.write_text_atomic(result / "graph_cpu.json", graphio.dump_json(graphio.graph_to_dict(cpu_graph)).decode())
+    atomic.write_text(result / "concate_skip.log", "")
+    atomic.write_text(result / "graph_npu.json", graphio.dump_json(graphio.graph_to_dict(npu_graph)).decode())
+    atomic.write_text(result / "graph_cpu.json", graphio.dump_json(graphio.graph_to_dict(cpu_graph)).decode())
     run_meta = {"simulated": True, "msprof_py_version": __version__, "seed": seed,
                 "precision_policy": PRECISION_POLICY, "faults": [f.as_dict() for f in faults],
                 "graph": cpu_graph.name, **(meta or {})}
-    dumpdir.write_text_atomic(result / "run.json", graphio.dump_json(run_meta).decode())
+    atomic.write_text(result / "run.json", graphio.dump_json(run_meta).decode())
     if faults:
-        dumpdir.write_text_atomic(result / "fault_injection.log",
+        atomic.write_text(result / "fault_injection.log",
                                   "".join(f"INJECTED FAULT on NPU op {f.op}: {f.kind}\n" for f in faults))
     return DumpResult(root, npu, cpu, npu_graph, cpu_graph, tuple(faults), leaves)
 

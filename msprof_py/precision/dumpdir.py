@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from msprof_py import atomic
 from msprof_py.errors import InvalidParamError, InvalidPathError
 
 ENV_DUMP_PATH = "DUMP_MEMORY_PATH"
@@ -95,10 +96,8 @@ def existing_dump_dir(path: str | None) -> Path:
 def save_tensor(directory: Path, node: str, array: np.ndarray) -> Path:
     """Write ``array`` as ``{directory}/{node_file_name(node)}.npy`` (temporary name, then rename)."""
     final = directory / f"{node_file_name(node)}.npy"
-    tmp = directory / f".{final.name}.tmp"
-    with open(tmp, "wb") as fh:
+    with atomic.atomic_open(final) as fh:
         np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
-    os.replace(tmp, final)
     return final
 
 
@@ -108,10 +107,3 @@ def load_tensor(path: Path) -> np.ndarray:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as err:
         raise InvalidPathError(f"{path}: not a readable .npy tensor ({err})") from None
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a text file under a temporary name, then rename."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from msprof_py import atomic
 from msprof_py.precision import dumpdir, graphio
 from msprof_py.precision.compare import CompareResult, NodeResult
 from msprof_py.precision.metrics import compare_tensors, sanitize
@@ -179,7 +180,7 @@ def locate(res: CompareResult) -> Location:
     else:
         if first is not None:
             loc.verdict = "accumulated error"
-    dumpdir.write_text_atomic(result_dir / "locate.json", graphio.dump_json(loc.as_dict()).decode())
+    atomic.write_text(result_dir / "locate.json", graphio.dump_json(loc.as_dict()).decode())
     return loc
 
 

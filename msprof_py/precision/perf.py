@@ -29,7 +29,6 @@ sidecar ``op_perf_meta.json`` records this mapping, the clock and the run.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from msprof_py import atomic
 from msprof_py.precision import dumpdir, graphio
 from msprof_py.runtime.graph import Graph
 
@@ -85,16 +85,15 @@ class PerfTables:
             groups.setdefault(name, []).append(line)
         for name, rows in groups.items():
             path = perf_dir / f"{dumpdir.node_file_name(name)}.csv"
-            dumpdir.write_text_atomic(path, header + "".join(rows))
+            atomic.write_text(path, header + "".join(rows))
             out.append(path)
-        dumpdir.write_text_atomic(result_dir / "op_perf_meta.json", graphio.dump_json(self.meta).decode())
+        atomic.write_text(result_dir / "op_perf_meta.json", graphio.dump_json(self.meta).decode())
         return out
 
 
 def _csv(df: pd.DataFrame, path: Path) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    with atomic.temp_path(path) as tmp:
+        df.to_csv(tmp, index=False)
     return path
 
 

@@ -10,11 +10,11 @@ Bin count: ``sqrt(N)`` clamped to ``[min_bins, max_bins]``.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 
+from msprof_py import atomic
 from msprof_py.precision.metrics import REL_EPS, TensorCompare, sanitize
 
 
@@ -23,9 +23,8 @@ def _bins(n: int, lo: int, hi: int) -> int:
 
 
 def _save(fig, path: Path) -> Path:
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=100)
-    os.replace(tmp, path)
+    with atomic.temp_path(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
     return path
 
 

@@ -1,0 +1,65 @@
+"""msprof_py.atomic: outputs appear whole (rename on success) or not at all (old file kept,
+temporary file removed), with the permissions ``open()`` would give them."""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from msprof_py import atomic
+from msprof_py.errors import InvalidPathError
+
+
+def test_success_renames_and_leaves_only_the_target(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    with atomic.atomic_open(target, "w", encoding="utf-8") as fp:
+        fp.write("new ")
+        assert target.read_text() == "old"  # nothing visible until the block completes
+        fp.write("text")
+    assert target.read_text() == "new text"
+    assert atomic.write_bytes(tmp_path / "b.bin", b"\x00\x01") == tmp_path / "b.bin"
+    assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01"
+    with atomic.temp_path(tmp_path / "c.csv") as tmp:
+        assert tmp.parent == tmp_path and tmp.name.startswith(".c.csv.") and tmp.name.endswith(".tmp")
+        tmp.write_text("a,b\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.bin", "c.csv", "out.json"]
+
+
+@pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt, OSError])
+def test_exception_mid_write_keeps_the_target_and_removes_the_temp_file(tmp_path: Path, exc: type) -> None:
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    with pytest.raises(exc):
+        with atomic.atomic_open(target) as fp:
+            fp.write(b"half")
+            raise exc("interrupted")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_error_message_names_the_path_and_cleans_up(tmp_path: Path) -> None:
+    target = tmp_path / "r.json"
+    with pytest.raises(InvalidPathError, match=r"r\.json: cannot write the thing \(No space left on device\)"):
+        with atomic.atomic_open(target, "w", error="cannot write the thing"):
+            raise OSError(28, "No space left on device")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(InvalidPathError, match="missing/x.txt: cannot write"):
+        atomic.write_text(tmp_path / "missing" / "x.txt", "x", error="cannot write")
+    with pytest.raises(FileNotFoundError):  # without ``error`` the OSError is the caller's to map
+        atomic.write_text(tmp_path / "missing" / "x.txt", "x")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_permissions_follow_the_umask(tmp_path: Path, umask: int) -> None:
+    old = os.umask(umask)
+    try:
+        atomic.write_bytes(tmp_path / "f", b"x")
+        with atomic.temp_path(tmp_path / "g") as tmp:
+            tmp.write_bytes(b"y")
+    finally:
+        os.umask(old)
+    for name in ("f", "g"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~umask
