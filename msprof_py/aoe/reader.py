@@ -303,18 +303,22 @@ _CHANGE_KEYS = {"add_repo_operators": "add", "update_repo_operators": "update",
                 "add_repo_subgraphs": "add", "update_repo_subgraphs": "update"}
 
 
+def _change_groups(mods: Any, key: str, where: str, acc: _Acc) -> list[tuple[str, Any]]:
+    """``repo_modified_*`` as ``(change kind, items)`` groups: a plain list is one group with no
+    kind; a dict of ``add_repo_*`` / ``update_repo_*`` lists gives one group per key."""
+    if not isinstance(mods, dict):
+        return [("", mods)]
+    groups = []
+    for k, v in mods.items():
+        if k not in _CHANGE_KEYS:
+            acc.warnings.warn(f"{where}: unknown key {k!r} in {key} (kept as its change kind)")
+        groups.append((_CHANGE_KEYS.get(k, k), v))
+    return groups
+
+
 def _operators(body: dict[str, Any], name: str, key: str, acc: _Acc, moved: list[Repair]) -> int:
     where = f"{name}{' ' + key if key else ''}"
-    mods = body.get("repo_modified_operators", [])
-    groups: list[tuple[str, Any]]
-    if isinstance(mods, dict):
-        groups = []
-        for k, v in mods.items():
-            if k not in _CHANGE_KEYS:
-                acc.warnings.warn(f"{where}: unknown key {k!r} in repo_modified_operators (kept as its change kind)")
-            groups.append((_CHANGE_KEYS.get(k, k), v))
-    else:
-        groups = [("", mods)]
+    groups = _change_groups(body.get("repo_modified_operators", []), "repo_modified_operators", where, acc)
     n = 0
     for change, items in groups:
         if not isinstance(items, list):
@@ -358,16 +362,9 @@ def _operators(body: dict[str, Any], name: str, key: str, acc: _Acc, moved: list
 def _subgraphs(body: dict[str, Any], name: str, key: str, acc: _Acc) -> int:
     where = f"{name}{' ' + key if key else ''}"
     mods = body.get("repo_modified_subgraphs", {})
-    if isinstance(mods, list):
-        groups = [("", mods)]
-    elif isinstance(mods, dict):
-        groups = []
-        for k, v in mods.items():
-            if k not in _CHANGE_KEYS:
-                acc.warnings.warn(f"{where}: unknown key {k!r} in repo_modified_subgraphs (kept as its change kind)")
-            groups.append((_CHANGE_KEYS.get(k, k), v))
-    else:
+    if not isinstance(mods, (list, dict)):
         raise DataError(f"{where}: not an AOE result file: repo_modified_subgraphs is a {type(mods).__name__}")
+    groups = _change_groups(mods, "repo_modified_subgraphs", where, acc)
     n = 0
     for change, items in groups:
         if not isinstance(items, list):

@@ -31,15 +31,20 @@ def _n(*arrays) -> int:
     return max((np.size(a) for a in arrays), default=1)
 
 
-def api(level: int, type_: int, thread: int, begin, end, item_id) -> np.ndarray:
-    """MsprofApi records (begin/end in sim ns)."""
-    n = _n(begin, end, item_id)
-    r = np.zeros(n, api_event.DTYPE)
-    r["magic"] = 0x5A5A
+def _header(dtype: np.dtype, n: int, level: int, type_: int, thread: int, ts) -> np.ndarray:
+    """``n`` records of ``dtype`` with the 24-byte header filled (magic and data_len by
+    :func:`~msprof_py.raw.common.new_records`; ``ts`` in sim ns, broadcast)."""
+    r = new_records(dtype, n)
     r["level"] = level
     r["type"] = type_
     r["thread_id"] = thread
-    r["timestamp"] = begin
+    r["timestamp"] = ts
+    return r
+
+
+def api(level: int, type_: int, thread: int, begin, end, item_id) -> np.ndarray:
+    """MsprofApi records (begin/end in sim ns)."""
+    r = _header(api_event.DTYPE, _n(begin, end, item_id), level, type_, thread, begin)
     r["end"] = end
     r["item_id"] = item_id
     return r
@@ -47,14 +52,8 @@ def api(level: int, type_: int, thread: int, begin, end, item_id) -> np.ndarray:
 
 def event(level: int, type_: int, thread: int, ts, request_id, item_id) -> np.ndarray:
     """MsprofEvent records (one per call: a start and an end are two records)."""
-    n = _n(ts, request_id, item_id)
-    r = np.zeros(n, api_event.DTYPE)
-    r["magic"] = 0x5A5A
-    r["level"] = level
-    r["type"] = type_
-    r["thread_id"] = thread
+    r = _header(api_event.DTYPE, _n(ts, request_id, item_id), level, type_, thread, ts)
     r["data_len"] = request_id
-    r["timestamp"] = ts
     r["end"] = EVENT_FLAG
     r["item_id"] = item_id
     return r
@@ -63,11 +62,7 @@ def event(level: int, type_: int, thread: int, ts, request_id, item_id) -> np.nd
 def task_tracks(thread: int, ts, device_id, stream, task_id, batch, task_type_hash, kernel_hash, num_blocks=0
                 ) -> np.ndarray:
     n = _n(ts, stream, task_id, batch, task_type_hash, kernel_hash)
-    r = new_records(task_track.DTYPE, n)
-    r["level"] = LEVEL_RUNTIME
-    r["type"] = TASK_TRACK_TYPE
-    r["thread_id"] = thread
-    r["timestamp"] = ts
+    r = _header(task_track.DTYPE, n, LEVEL_RUNTIME, TASK_TRACK_TYPE, thread, ts)
     r["device_id"] = device_id
     r["stream_id"] = stream
     r["task_id"] = task_id
@@ -79,11 +74,7 @@ def task_tracks(thread: int, ts, device_id, stream, task_id, batch, task_type_ha
 
 
 def memcpy_infos(thread: int, ts, size, direction: int) -> np.ndarray:
-    r = new_records(memcpy_info.DTYPE, _n(ts, size))
-    r["level"] = LEVEL_RUNTIME
-    r["type"] = MEMCPY_INFO_TYPE
-    r["thread_id"] = thread
-    r["timestamp"] = ts
+    r = _header(memcpy_info.DTYPE, _n(ts, size), LEVEL_RUNTIME, MEMCPY_INFO_TYPE, thread, ts)
     r["data_size"] = size
     r["max_size"] = size
     r["direction"] = direction
@@ -91,11 +82,7 @@ def memcpy_infos(thread: int, ts, size, direction: int) -> np.ndarray:
 
 
 def node_basic(thread: int, ts, op_name_h, task_type_id, op_type_h, block_num, op_flag, op_state) -> np.ndarray:
-    r = new_records(node_basic_info.DTYPE, _n(ts, op_name_h))
-    r["level"] = LEVEL_NODE
-    r["type"] = NODE_BASIC_INFO
-    r["thread_id"] = thread
-    r["timestamp"] = ts
+    r = _header(node_basic_info.DTYPE, _n(ts, op_name_h), LEVEL_NODE, NODE_BASIC_INFO, thread, ts)
     r["op_name"] = op_name_h
     r["task_type"] = task_type_id
     r["op_type"] = op_type_h
@@ -110,11 +97,7 @@ def tensor_infos(thread: int, ts: int, op_name_h: int, inputs: Sequence[Tensor],
     """One op's tensors, 5 per record (an op with more spans several records, same name and time)."""
     tensors = [(tensor_info.INPUT, t) for t in inputs] + [(tensor_info.OUTPUT, t) for t in outputs]
     nrec = max(1, -(-len(tensors) // tensor_info.MAX_TENSORS))
-    r = new_records(tensor_info.DTYPE, nrec)
-    r["level"] = LEVEL_NODE
-    r["type"] = NODE_TENSOR_INFO
-    r["thread_id"] = thread
-    r["timestamp"] = ts
+    r = _header(tensor_info.DTYPE, nrec, LEVEL_NODE, NODE_TENSOR_INFO, thread, ts)
     r["op_name"] = op_name_h
     for i, (kind, t) in enumerate(tensors):
         rec, slot = divmod(i, tensor_info.MAX_TENSORS)
@@ -130,11 +113,7 @@ def tensor_infos(thread: int, ts: int, op_name_h: int, inputs: Sequence[Tensor],
 
 
 def context_ids(thread: int, ts: int, op_name_h: int, ids: Sequence[int]) -> np.ndarray:
-    r = new_records(context_id_info.DTYPE, 1)
-    r["level"] = LEVEL_NODE
-    r["type"] = NODE_CONTEXT_ID_INFO
-    r["thread_id"] = thread
-    r["timestamp"] = ts
+    r = _header(context_id_info.DTYPE, 1, LEVEL_NODE, NODE_CONTEXT_ID_INFO, thread, ts)
     r["op_name"] = op_name_h
     r["ctx_id_num"] = len(ids)
     r["ctx_ids"][0, : len(ids)] = ids
@@ -143,11 +122,7 @@ def context_ids(thread: int, ts: int, op_name_h: int, ids: Sequence[int]) -> np.
 
 def fusion_op(thread: int, ts: int, op_name_h: int, fused_h: Sequence[int], in_mem: int, out_mem: int,
               weight_mem: int, workspace_mem: int) -> np.ndarray:
-    r = new_records(fusion_op_info.DTYPE, 1)
-    r["level"] = LEVEL_NODE
-    r["type"] = NODE_FUSION_OP_INFO
-    r["thread_id"] = thread
-    r["timestamp"] = ts
+    r = _header(fusion_op_info.DTYPE, 1, LEVEL_NODE, NODE_FUSION_OP_INFO, thread, ts)
     r["op_name"] = op_name_h
     fused = list(fused_h)[: fusion_op_info.MAX_FUSED]
     r["fusion_op_num"] = len(fused)
@@ -161,11 +136,7 @@ def fusion_op(thread: int, ts: int, op_name_h: int, fused_h: Sequence[int], in_m
 
 
 def graph_id(thread: int, ts: int, model_name_h: int, graph: int, model: int) -> np.ndarray:
-    r = new_records(graph_id_map.DTYPE, 1)
-    r["level"] = LEVEL_MODEL
-    r["type"] = MODEL_GRAPH_ID_MAP
-    r["thread_id"] = thread
-    r["timestamp"] = ts
+    r = _header(graph_id_map.DTYPE, 1, LEVEL_MODEL, MODEL_GRAPH_ID_MAP, thread, ts)
     r["model_name"] = model_name_h
     r["graph_id"] = graph
     r["model_id"] = model
@@ -173,11 +144,7 @@ def graph_id(thread: int, ts: int, model_name_h: int, graph: int, model: int) ->
 
 
 def hccl_op(thread: int, ts: int, data_type: int, alg_h: int, count: int, group_h: int) -> np.ndarray:
-    r = new_records(hccl_op_info.DTYPE, 1)
-    r["level"] = LEVEL_NODE
-    r["type"] = NODE_HCCL_OP_INFO
-    r["thread_id"] = thread
-    r["timestamp"] = ts
+    r = _header(hccl_op_info.DTYPE, 1, LEVEL_NODE, NODE_HCCL_OP_INFO, thread, ts)
     r["data_type"] = data_type
     r["alg_type"] = alg_h
     r["count"] = count
@@ -188,11 +155,7 @@ def hccl_op(thread: int, ts: int, data_type: int, alg_h: int, count: int, group_
 def hccl_infos(thread: int, ts, **cols) -> np.ndarray:
     """hccl_info records; ``cols`` are raw field names (item_id, ccl_tag, local_rank, ...)."""
     n = _n(ts, *cols.values())
-    r = new_records(hccl_info.DTYPE, n)
-    r["level"] = LEVEL_HCCL
-    r["type"] = HCCL_INFO_TYPE
-    r["thread_id"] = thread
-    r["timestamp"] = ts
+    r = _header(hccl_info.DTYPE, n, LEVEL_HCCL, HCCL_INFO_TYPE, thread, ts)
     for k, v in cols.items():
         r[k] = v
     return r
