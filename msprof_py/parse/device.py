@@ -11,6 +11,8 @@ from msprof_py.errors import WarningLog
 from msprof_py.parse.cats import frame
 from msprof_py.parse.flip import compute_batch_id
 from msprof_py.parse.meta import ResultDir
+from msprof_py.parse.pmu import FILE_TAGS as PMU_TAGS, load_device_pmu
+from msprof_py.parse.pmu.table import DevicePmu
 from msprof_py.parse.reader import discover_device, read_records
 from msprof_py.parse.records import stars_soc, ts_track
 from msprof_py.raw import stars_soc as raw_stars, ts_track as raw_ts
@@ -22,13 +24,15 @@ class DeviceData:
     tasks: pd.DataFrame  # stream_id, task_id, context_id, batch_id, start_ns, dur_ns, device_task_type
     step_records: pd.DataFrame  # timestamp (local ns), model_id, index_id, stream_id, task_id, tag_id
     flips: pd.DataFrame
+    pmu: DevicePmu | None = None  # matched PMU records (parse.pmu)
+    aicore_freq: pd.DataFrame | None = None
 
 
 def load_device(rd: ResultDir, warnings: WarningLog) -> DeviceData:
     dev = rd.device_id
     streams = discover_device(rd.path / "data")
     ticks = rd.device_ticks()
-    known = {raw_stars.FILE_TAG, raw_ts.FILE_TAG}
+    known = {raw_stars.FILE_TAG, raw_ts.FILE_TAG, *PMU_TAGS}
     for (tag, d), s in streams.items():
         if d != dev:
             warnings.warn(f"{s.paths[0]}: data of device {d} inside {rd.name}; ignored")
@@ -65,4 +69,5 @@ def load_device(rd: ResultDir, warnings: WarningLog) -> DeviceData:
                           "timestamp": flip_time})
     if not len(tasks) and not len(steps):
         warnings.warn(f"{rd.path / 'data'}: no device task or step-trace data")
-    return DeviceData(dev, tasks, steps, flips)
+    pmu, freq = load_device_pmu(rd, streams, t, start, warnings)
+    return DeviceData(dev, tasks, steps, flips, pmu, freq)
