@@ -30,6 +30,7 @@ from msprof_py.parse.pmu.assoc import COUNTER_COLS
 from msprof_py.parse.records.ffts_profile import AIC, AIV, MIX_AIC, MIX_AIV
 
 KEY_COLS = ["device_id", "stream_id", "task_id", "context_id", "start_ns"]
+CUBE_BASE = "cube_usage_base"  # aic_total_cycles / (aic MHz * AI Cores) * 100 (%.µs), NaN if unknown
 CHIP_V4 = "5"  # info.json platform_version of the 910B (msprof CHIP_V4_1_0)
 
 
@@ -160,7 +161,10 @@ def _v4(rd: ResultDir, c: pd.DataFrame, dp: DevicePmu, block_num: np.ndarray, mi
     for side, keep in ((aic, aic_main | mix), (aiv, ~aic_main | mix)):
         for k, v in side.items():
             side[k] = np.where(keep, v, 0).astype(v.dtype)
-    return {**aic, **aiv}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        base = aic["aic_total_cycles"] / (aic_mhz * aic_core) * 100 if aic_mhz and aic_core else \
+            np.full(len(c), np.nan)
+    return {**aic, **aiv, CUBE_BASE: base}
 
 
 def _legacy(rd: ResultDir, c: pd.DataFrame, dp: DevicePmu, block_num: np.ndarray, aic_set: str,
