@@ -106,18 +106,14 @@ class _Annotation:
             raise ValueError(kind)
 
     def add_to(self, te: Messages, rows: np.ndarray) -> None:
-        n = len(rows)
+        head = tag(1, 0) + varint_bytes(self.key_iid)
         if self.ints is not None:
-            te.message(4, Messages(n).varint(1, np.full(n, self.key_iid, np.uint64)).varint(4, self.ints[rows]))
+            te.small_message(4, head, 4, self.ints[rows])
             return
         if self.doubles is not None:
-            present = None if self.has_double is None else self.has_double[rows]
-            te.message(4, Messages(n).varint(1, np.full(n, self.key_iid, np.uint64))
-                       .fixed64(5, self.doubles[rows]), present)
+            te.small_message(4, head, 5, self.doubles[rows], None if self.has_double is None else self.has_double[rows])
         if self.strings is not None:
-            present = None if self.has_string is None else self.has_string[rows]
-            te.message(4, Messages(n).varint(1, np.full(n, self.key_iid, np.uint64))
-                       .varint(17, self.strings[rows]), present)
+            te.small_message(4, head, 17, self.strings[rows], None if self.has_string is None else self.has_string[rows])
 
 
 def _is_number(s: str) -> bool:

@@ -25,7 +25,9 @@ same-timestamp begin/end pairs keep their nesting.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +38,13 @@ from msprof_py.atomic import atomic_open
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.perfetto_events import BlockEncoder, Interner, encode_counter_values, slice_end_packets
 from msprof_py.export.protowire import interleave
+from msprof_py.export.rows import WORKERS
 from msprof_py.export.session_access import device_ids
 from msprof_py.export.timeline import Timeline, build_timeline
 
 SEQ = 1  # the one trusted_packet_sequence_id of every packet
+DELTA_CLOCK = 64  # a sequence-scoped clock id (64..127): incremental, in ns
+BOOTTIME = 6  # the default trace clock; the snapshot maps DELTA_CLOCK onto it with offset 0
 CHUNK_EVENTS = 1 << 16
 BEGIN, END, COUNT = 0, 1, 2
 
@@ -141,7 +146,7 @@ class Tracks:
             td.counter.SetInParent()
 
 
-def _event_table(tl: Timeline, tracks: Tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _event_table(tl: Timeline) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(kind/group code, row, order): every begin, end and counter event, in the order written.
 
     Order: by timestamp; at one timestamp, slice ends first (innermost first), then begins
@@ -174,6 +179,22 @@ def _event_table(tl: Timeline, tracks: Tracks) -> tuple[np.ndarray, np.ndarray, 
     return np.concatenate(grp)[order], np.concatenate(row)[order], t[order]
 
 
+def ordered_map(fn: Callable[[int], bytes], items: Iterable[int], workers: int = WORKERS) -> Iterator[bytes]:
+    """``fn`` over ``items`` on a small thread pool (numpy releases the GIL for most of the
+    encoding), results in order, only a few in flight."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque[Future[bytes]] = deque()
+        for it in items:
+            pending.append(pool.submit(fn, it))
+            if len(pending) > 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
 def trace_chunks(tl: Timeline, ctx: ExportContext | None = None) -> Iterator[bytes]:
     """The whole ``.pftrace`` as byte chunks (a ``perfetto.protos.Trace``)."""
     from perfetto.trace_builder.proto_builder import TraceProtoBuilder
@@ -187,17 +208,29 @@ def trace_chunks(tl: Timeline, ctx: ExportContext | None = None) -> Iterator[byt
                           "on its thread and were left out")
     counter_tracks = [[tracks.counter_uuid[(int(c.pid), f"{c.name} {key}")] for key in c.series]
                       for c in tl.counters]
+    grp, row, ts = _event_table(tl)
+    t0 = int(ts[0]) if len(ts) else 0
     head = TraceProtoBuilder()
     p = head.add_packet()
     p.trusted_packet_sequence_id = SEQ
     p.sequence_flags = 1  # SEQ_INCREMENTAL_STATE_CLEARED
     p.first_packet_on_sequence = True
     interner.fill(p.interned_data)
+    # every event timestamp is a delta on the sequence's incremental clock (1-3 bytes instead of 9)
+    p.trace_packet_defaults.timestamp_clock_id = DELTA_CLOCK
+    p = head.add_packet()
+    p.trusted_packet_sequence_id = SEQ
+    for clock_id, incremental in ((DELTA_CLOCK, True), (BOOTTIME, False)):
+        c = p.clock_snapshot.clocks.add()
+        c.clock_id, c.timestamp = clock_id, t0
+        if incremental:
+            c.is_incremental = True
     tracks.descriptor_packets(tl, head)
     yield head.serialize()
-    grp, row, ts = _event_table(tl, tracks)
-    for a in range(0, len(grp), CHUNK_EVENTS):
-        g, r, t = grp[a:a + CHUNK_EVENTS], row[a:a + CHUNK_EVENTS], ts[a:a + CHUNK_EVENTS]
+    delta = np.diff(ts, prepend=t0)
+
+    def render(a: int) -> bytes:
+        g, r, t = grp[a:a + CHUNK_EVENTS], row[a:a + CHUNK_EVENTS], delta[a:a + CHUNK_EVENTS]
         parts = []
         for code in np.unique(g).tolist():
             pos = np.flatnonzero(g == code)
@@ -210,7 +243,9 @@ def trace_chunks(tl: Timeline, ctx: ExportContext | None = None) -> Iterator[byt
                     else slice_end_packets(enc.uuids[r[pos]], t[pos], SEQ)
             mat, mask = msgs.matrix()
             parts.append((pos, mat, mask))
-        yield interleave(parts, len(g))
+        return interleave(parts, len(g))
+
+    yield from ordered_map(render, range(0, len(grp), CHUNK_EVENTS))
 
 
 def write_trace(tl: Timeline, path: Path, ctx: ExportContext) -> Path:
