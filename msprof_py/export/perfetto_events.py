@@ -147,15 +147,18 @@ class BlockEncoder:
         flows = [f for f in flows if len(f)]
         if not flows or not encoders:
             return sum(len(f) for f in flows)
+        end_pids = np.unique(np.concatenate([np.concatenate([f.s_pid, f.f_pid]) for f in flows]).astype(np.int64))
+        # only blocks on a process some flow ends in (not the overlap or step-trace layers)
+        cand = [k for k, e in enumerate(encoders)
+                if np.isin(np.unique(np.asarray(e.s.pid, np.int64)), end_pids).any()]
         keys = pd.DataFrame({
-            "pid": np.concatenate([np.asarray(e.s.pid, np.int64) for e in encoders]),
-            "tid": np.concatenate([np.asarray(e.s.tid, np.int64) for e in encoders]),
-            "ns": np.concatenate([np.asarray(e.s.start_ns, np.int64) for e in encoders]),
-            "dur": np.concatenate([np.asarray(e.s.dur_ns, np.int64) for e in encoders]),
-            "block": np.concatenate([np.full(len(e.s), k, np.int64) for k, e in enumerate(encoders)]),
-            "row": np.concatenate([np.arange(len(e.s), dtype=np.int64) for e in encoders])})
-        keys = keys.sort_values(["pid", "tid", "ns", "dur"], ascending=[True, True, True, False], kind="stable")
-        keys = keys.drop_duplicates(["pid", "tid", "ns"]).drop(columns="dur")
+            "pid": np.concatenate([np.asarray(encoders[k].s.pid, np.int64) for k in cand]),
+            "tid": np.concatenate([np.asarray(encoders[k].s.tid, np.int64) for k in cand]),
+            "ns": np.concatenate([np.asarray(encoders[k].s.start_ns, np.int64) for k in cand]),
+            "dur": np.concatenate([np.asarray(encoders[k].s.dur_ns, np.int64) for k in cand]),
+            "block": np.concatenate([np.full(len(encoders[k].s), k, np.int64) for k in cand]),
+            "row": np.concatenate([np.arange(len(encoders[k].s), dtype=np.int64) for k in cand])}) \
+            if cand else pd.DataFrame({c: np.array([], np.int64) for c in ("pid", "tid", "ns", "dur", "block", "row")})
         ids = np.concatenate([np.asarray(f.ids, np.int64) for f in flows])
         if len(np.unique(ids)) != len(ids):  # two devices' files may reuse an id: renumber
             ids = np.arange(1, len(ids) + 1, dtype=np.int64)
@@ -166,7 +169,10 @@ class BlockEncoder:
                 "tid": np.concatenate([getattr(f, f"{side}_tid") for f in flows]).astype(np.int64),
                 "ns": np.concatenate([getattr(f, f"{side}_ns") for f in flows]).astype(np.int64),
                 "id": ids}).merge(keys, on=["pid", "tid", "ns"], how="left")
-        ok = (ends["s"]["block"].notna() & ends["f"]["block"].notna()).to_numpy()
+            # several slices starting there (a parent and its first child): the longest one
+            ends[side] = ends[side].sort_values(["id", "dur"], ascending=[True, False], kind="stable") \
+                .drop_duplicates("id").sort_values("id", kind="stable").reset_index(drop=True)
+        ok = ends["s"]["block"].notna().to_numpy() & ends["f"]["block"].notna().to_numpy()
         for side, attr in (("s", "flows_out"), ("f", "flows_in")):
             e = ends[side][ok]
             e = e.assign(block=e["block"].astype(np.int64), row=e["row"].astype(np.int64))

@@ -147,36 +147,55 @@ class Tracks:
 
 
 def _event_table(tl: Timeline) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(kind/group code, row, order): every begin, end and counter event, in the order written.
+    """(group code, row, timestamp) of every begin, end and counter event, in the order written.
 
-    Order: by timestamp; at one timestamp, slice ends first (innermost first), then begins
-    (outermost first), then the ends of zero-length slices opened at that timestamp.
+    Order: by timestamp; at one timestamp, slice ends first (innermost, i.e. shortest, first),
+    then begins (outermost, i.e. longest, first), then the ends of zero-length slices opened
+    there.  One stable sort by timestamp (fast: the blocks are sorted runs), then only the events
+    that share a timestamp are ordered by that rule.
     """
-    ts, cls, sec, grp, row = [], [], [], [], []
+    ts, dur, cls, grp, row = [], [], [], [], []
     for k, s in enumerate(tl.slices):
         start = np.asarray(s.start_ns, np.int64)
-        end = start + np.maximum(np.asarray(s.dur_ns, np.int64), 0)
+        d = np.maximum(np.asarray(s.dur_ns, np.int64), 0)
         n = len(s)
         r = np.arange(n, dtype=np.int64)
-        ts += [start, end]
-        cls += [np.ones(n, np.int8), np.where(end > start, 0, 2).astype(np.int8)]
-        sec += [-end, -start]
+        ts += [start, start + d]
+        dur += [d, d]
+        cls += [np.ones(n, np.int8), np.where(d > 0, 0, 2).astype(np.int8)]
         grp += [np.full(n, 3 * k + BEGIN, np.int32), np.full(n, 3 * k + END, np.int32)]
         row += [r, r]
     base = 3 * len(tl.slices)
     for k, c in enumerate(tl.counters):
         n = len(c)
         ts.append(np.asarray(c.ts_ns, np.int64))
+        dur.append(np.zeros(n, np.int64))
         cls.append(np.ones(n, np.int8))
-        sec.append(np.zeros(n, np.int64))
         grp.append(np.full(n, base + k, np.int32))
         row.append(np.arange(n, dtype=np.int64))
     if not ts:
         e = np.array([], np.int64)
         return e.astype(np.int32), e, e
     t = np.concatenate(ts)
-    order = np.lexsort((np.concatenate(sec), np.concatenate(cls), t))
-    return np.concatenate(grp)[order], np.concatenate(row)[order], t[order]
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    tie = np.zeros(len(t), bool)
+    same = t[1:] == t[:-1]
+    tie[1:] |= same
+    tie[:-1] |= same
+    at = np.flatnonzero(tie)
+    if len(at):
+        sub = order[at]
+        run = np.cumsum(np.concatenate([[0], t[at][1:] != t[at][:-1]]))
+        c = np.concatenate(cls)[sub].astype(np.int64)
+        d = np.minimum(np.concatenate(dur)[sub], (1 << 40) - 1)
+        # begins: longest first; ends: shortest first (the later-started, inner slice)
+        dk = np.where(c == 1, (1 << 40) - 1 - d, d)
+        if run[-1] < 1 << 21:  # one int64 key: run | class | duration rank
+            order[at] = sub[np.argsort((run << 42) | (c << 40) | dk, kind="stable")]
+        else:
+            order[at] = sub[np.lexsort((dk, c, run))]
+    return np.concatenate(grp)[order], np.concatenate(row)[order], t
 
 
 def ordered_map(fn: Callable[[int], bytes], items: Iterable[int], workers: int = WORKERS) -> Iterator[bytes]:
