@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
+from msprof_py.parse.reader import read_bytes
 from msprof_py.raw import hash_dic
 
 
@@ -59,5 +60,4 @@ def _resolve(values: np.ndarray, lookup) -> pd.Categorical:
 
 
 def _text(path) -> str:
-    with open(path, "rb") as f:
-        return f.read().decode("utf-8", errors="replace")
+    return read_bytes(path).decode("utf-8", errors="replace")
