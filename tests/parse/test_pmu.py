@@ -19,6 +19,7 @@ from msprof_py.errors import WarningLog
 from msprof_py.export import pmu_export
 from msprof_py.parse.pmu import assoc, freq as freq_table, metrics as M
 from msprof_py.parse.reader import Stream, read_records
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.parse.records import ffts_profile, lpm_info
 from msprof_py.raw import ffts_profile as raw, lpm_info as raw_lpm
 
@@ -44,7 +45,7 @@ def decoded(tmp_path: Path, arr: np.ndarray, name: str = "ffts_profile.data.0.sl
     p.write_bytes(arr.tobytes() + extra)
     w = WarningLog()
     dec = read_records(Stream(name.rsplit(".", 2)[0], None, [p]), arr.dtype, w, host=False)
-    return dec, w
+    return Parts([dec], arr.dtype, str(p)), DecodeContext(warnings=w)
 
 
 def test_decode_kinds_and_bad_records(tmp_path: Path) -> None:
@@ -55,8 +56,9 @@ def test_decode_kinds_and_bad_records(tmp_path: Path) -> None:
         {"stream": 46, "task": 2, "ffts": 0, "ov": 1, "end": 30},  # overflow: dropped
         {"stream": 46, "task": 3, "func": 12, "end": 40},  # unknown func type: dropped
     ])
-    dec, w = decoded(tmp_path, arr, extra=b"\x01" * 7)
-    rec = ffts_profile.decode(dec, w, "x")
+    dec, ctx = decoded(tmp_path, arr, extra=b"\x01" * 7)
+    rec = ffts_profile.decode(dec, ctx)
+    w = ctx.warnings
     assert rec["is_block"].tolist() == [False, False, True]
     assert rec["accel"].tolist() == [ffts_profile.AIV, ffts_profile.MIX_AIC, ffts_profile.MIX_AIC]
     assert rec["context_id"].tolist() == [INVALID, 3, 3]
@@ -71,8 +73,8 @@ def test_decode_kinds_and_bad_records(tmp_path: Path) -> None:
                           st.lists(st.integers(0, 2 ** 48), min_size=8, max_size=8)), min_size=1, max_size=20))
 def test_decode_roundtrip(tmp_path_factory, rows) -> None:
     arr = records([{"stream": s, "task": t, "cyc": c, "pmu": p, "end": 5} for s, t, c, p in rows])
-    dec, w = decoded(tmp_path_factory.mktemp("r"), arr)
-    rec = ffts_profile.decode(dec, w, "x")
+    dec, ctx = decoded(tmp_path_factory.mktemp("r"), arr)
+    rec = ffts_profile.decode(dec, ctx)
     assert rec["stream_id"].tolist() == [s for s, *_ in rows]
     assert rec["task_id"].tolist() == [t for _, t, *_ in rows]
     assert rec["total_cycle"].tolist() == [c for *_, c, _ in rows]
@@ -208,7 +210,7 @@ def test_lpm_decode_clamps_count(tmp_path: Path) -> None:
     a[0]["entries"]["syscnt"][:2] = [5, 6]
     a[0]["entries"]["value"][:2] = [800, 1650]
     a[1]["count"], a[1]["type"] = 99, raw_lpm.TYPE_AIC_VOLTAGE
-    dec, w = decoded(tmp_path, a, "lpmInfoConv.data.0.slice_0")
-    f = lpm_info.decode(dec, w)
+    dec, ctx = decoded(tmp_path, a, "lpmInfoConv.data.0.slice_0")
+    f = lpm_info.decode_info(dec, ctx)
     assert f["syscnt"].tolist() == [5, 6] and f["freq_mhz"].tolist() == [800, 1650]
-    assert "more than 55 entries" in " ".join(w.messages)
+    assert "more than 55 entries" in " ".join(ctx.warnings.messages)

@@ -1,6 +1,6 @@
 """``ffts_profile.data``: task-based PMU records (128 B) -> context and block PMU rows.
 
-Ids are decoded with the STARS rules (``raw.stars_soc.physical_ids``, expandStatus 0); the
+Ids are decoded with the STARS rules (``raw.stars_soc.physical_ids``, the PROF dir's expandStatus); the
 context id is the sub-task id for FFTS+ records (ffts type 4) and 4294967295 otherwise, as in
 msprof's ``Chip4PmuParseItem``.  Context records with the overflow flag set are dropped with a
 warning (msprof: "Total_cycle value is invalid"); records of other func types are counted and
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from msprof_py.errors import WarningLog
-from msprof_py.parse.reader import Decoded
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw import ffts_profile as raw
 from msprof_py.raw.common import INVALID_U32
 from msprof_py.raw.stars_soc import physical_ids
@@ -30,11 +29,12 @@ def accelerator(sub_task_type: np.ndarray, ffts_type: np.ndarray) -> np.ndarray:
     return out
 
 
-def decode(dec: Decoded, warnings: WarningLog, where: str) -> dict[str, np.ndarray]:
+def decode(dec: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     """Columns (one row per context or block record, file order): ``is_block`` bool,
     stream_id, task_id, context_id, accel (AIC/AIV/MIX_AIC/MIX_AIV code), core_type (block
     records: 0 AIC, 1 AIV), total_cycle u64, pmu (n, 8) u64, start, end (syscnt)."""
-    func = raw.func_type(dec.field("word0"))
+    warnings = ctx.warnings
+    func = raw.func_type(dec.col("word0"))
     is_ctx = func == raw.FUNC_CONTEXT_PMU
     is_blk = func == raw.FUNC_BLOCK_PMU
     other = ~(is_ctx | is_blk)
@@ -42,18 +42,18 @@ def decode(dec: Decoded, warnings: WarningLog, where: str) -> dict[str, np.ndarr
         path, off = dec.where(int(np.argmax(other)))
         warnings.warn(f"{path}: byte {off}: {int(other.sum())} PMU record(s) of unknown func type "
                       f"{int(func[np.argmax(other)])} ignored (first one here)")
-    word5 = dec.field("word5")
+    word5 = dec.col("word5")
     ov = is_ctx & (((word5 >> 10) & 1) == 1)
     if ov.any():
         path, off = dec.where(int(np.argmax(ov)))
         warnings.warn(f"{path}: byte {off}: {int(ov.sum())} PMU record(s) with the counter overflow flag "
                       "dropped (msprof: total cycles invalid)")
     keep = np.flatnonzero((is_ctx & ~ov) | is_blk)
-    stream, task = physical_ids(dec.field("stream_id")[keep], dec.field("task_id")[keep])
-    word7 = dec.field("word7")[keep]
+    stream, task = physical_ids(dec.col("stream_id")[keep], dec.col("task_id")[keep], ctx.expand_status)
+    word7 = dec.col("word7")[keep]
     fft = raw.ffts_type(word7)
     sub = (word5[keep] & 0xFF).astype(np.int64)
-    ctx = np.where(fft == raw.FFTS_TYPE_PLUS, dec.field("sub_task_id")[keep].astype(np.int64), INVALID_U32)
+    ctx = np.where(fft == raw.FFTS_TYPE_PLUS, dec.col("sub_task_id")[keep].astype(np.int64), INVALID_U32)
     return {
         "is_block": is_blk[keep],
         "stream_id": stream.astype(np.int64),
@@ -61,8 +61,8 @@ def decode(dec: Decoded, warnings: WarningLog, where: str) -> dict[str, np.ndarr
         "context_id": ctx,
         "accel": accelerator(sub, fft),
         "core_type": (word7 & 1).astype(np.int8),
-        "total_cycle": dec.field("total_cycle")[keep],
-        "pmu": dec.field("pmu")[keep],
-        "start": dec.field("start")[keep],
-        "end": dec.field("end")[keep],
+        "total_cycle": dec.col("total_cycle")[keep],
+        "pmu": dec.col("pmu")[keep],
+        "start": dec.col("start")[keep],
+        "end": dec.col("end")[keep],
     }

@@ -8,16 +8,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from msprof_py.errors import WarningLog
-from msprof_py.parse.reader import Decoded
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw import lpm_info as raw
 
 
-def decode(dec: Decoded | None, warnings: WarningLog, typed: bool = True) -> dict[str, np.ndarray]:
+def decode_info(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
+    """``lpmInfoConv``: the AI Core frequency entries (type 0)."""
+    return decode(parts, ctx, typed=True)
+
+
+def decode_freq(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
+    """``lpmFreqConv``: every entry is a frequency."""
+    return decode(parts, ctx, typed=False)
+
+
+def decode(dec: Parts, ctx: DecodeContext, typed: bool = True) -> dict[str, np.ndarray]:
     """Frequency entries in file order: ``syscnt`` u64, ``freq_mhz`` int64."""
-    if dec is None or not len(dec):
+    warnings = ctx.warnings
+    if not len(dec):
         return {"syscnt": np.zeros(0, np.uint64), "freq_mhz": np.zeros(0, np.int64)}
-    count = dec.field("count").astype(np.int64)
+    count = dec.col("count").astype(np.int64)
     bad = count > raw.N_ENTRIES
     if bad.any():
         path, off = dec.where(int(np.argmax(bad)))
@@ -25,8 +35,8 @@ def decode(dec: Decoded | None, warnings: WarningLog, typed: bool = True) -> dic
                       f"{raw.N_ENTRIES} entries; read {raw.N_ENTRIES}")
     count = np.minimum(count, raw.N_ENTRIES)
     if typed:
-        count = np.where(dec.field("type") == raw.TYPE_AIC_FREQ, count, 0)
-    entries = dec.field("entries")  # (n, 55) structured
+        count = np.where(dec.col("type") == raw.TYPE_AIC_FREQ, count, 0)
+    entries = dec.col("entries")  # (n, 55) structured
     valid = np.arange(raw.N_ENTRIES)[None, :] < count[:, None]
     return {"syscnt": entries["syscnt"][valid].astype(np.uint64),
             "freq_mhz": entries["value"][valid].astype(np.int64)}
