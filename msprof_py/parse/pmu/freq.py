@@ -7,7 +7,9 @@ carrying the last sample before it, default info.json ``aic_frequency``, then ev
 in file order); rows before the device's collectionTimeBegin only update the starting
 frequency; a row at collectionTimeBegin (starting frequency) and one at collectionTimeEnd (the
 last row's frequency) frame the rest; sorted by time.  Only 910B / 310B (platform_version 5, 7)
-have the table, as in msprof.
+have the table, as in msprof.  A capture without frequency samples gets no rows: msprof's
+C++ would frame the default frequency, but the real exports without lpmInfoConv (310B) have
+neither the table nor the track, and those are what we match.
 """
 from __future__ import annotations
 
@@ -32,16 +34,15 @@ def freq_db_rows(dev_cnt: int, default_mhz: int, syscnt: np.ndarray, mhz: np.nda
 
 def build(device_id: int, rd: ResultDir, syscnt: np.ndarray, mhz: np.ndarray) -> pd.DataFrame:
     """AICORE_FREQ rows of one device (empty for other chips or without a device start log)."""
-    if str(rd.info.get("platform_version", "")) not in FREQ_PLATFORMS or rd.dev_start is None:
+    if str(rd.info.get("platform_version", "")) not in FREQ_PLATFORMS or rd.dev_start is None or not len(syscnt):
         return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in COLUMNS})
     dinfo = (rd.info.get("DeviceInfo") or [{}])[0]
     try:
         default = int(float(dinfo.get("aic_frequency")))
     except (TypeError, ValueError, AttributeError):
         default = 0
-    sc, f = freq_db_rows(rd.dev_start.cntvct, default, syscnt, mhz) if len(syscnt) else (
-        np.zeros(0, np.uint64), np.zeros(0, np.int64))
-    ts = rd.device_ticks().to_local_ns(sc) if len(sc) else np.zeros(0, np.int64)
+    sc, f = freq_db_rows(rd.dev_start.cntvct, default, syscnt, mhz)
+    ts = rd.device_ticks().to_local_ns(sc)
     start, end = rd.collection_start_ns, rd.collection_end_ns
     early = ts < start
     first = int(f[early][-1]) if early.any() else default
