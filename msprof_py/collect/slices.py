@@ -73,9 +73,19 @@ class SliceStream:
         if self._file is not None:
             self._file.close()
             self._file = None
-            done = self._path.with_name(self._path.name + DONE_SUFFIX)
-            done.write_bytes(f"filesize:{self._written}\nstarttime:0\nendtime  :0\n".encode())
+            write_done(self._path, self._written)
 
 
 DONE_SUFFIX = ".done"
+
+
+def write_done(path: Path, size: int) -> None:
+    """The ``<data file>.done`` marker CANN's collector writes once a data file is complete."""
+    path.with_name(path.name + DONE_SUFFIX).write_bytes(f"filesize:{size}\nstarttime:0\nendtime  :0\n".encode())
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """A data file written in one go (the dictionaries), with its ``.done`` marker."""
+    path.write_bytes(data)
+    write_done(path, len(data))
 
