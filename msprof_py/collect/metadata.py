@@ -41,6 +41,8 @@ class RunInfo:
     pid_name: str
     end_sim_ns: int  # simulator time when collection stopped
     fixed: bool  # fixed clock: dates in UTC and a fixed hostname, for byte-identical output
+    rank_id: int | None = None  # cluster runs: the process's global rank (info.json rank_id of its device)
+    hostname: str | None = None  # cluster runs: the node's name (info.json hostname, hostUid from it)
 
 
 def freq_text(mhz: float) -> str:
@@ -63,6 +65,8 @@ def info_json(run: RunInfo, device_id: int | None) -> dict[str, Any]:
     """
     spec = run.spec
     ranks = {d: (i if len(run.device_ids) > 1 else -1) for i, d in enumerate(run.device_ids)}
+    if run.rank_id is not None:
+        ranks = {d: run.rank_id for d in run.device_ids}
     device_info = [] if device_id is None else [{
         "aic_frequency": f"{spec.aic_frequency_mhz:g}",
         "ai_cpu": ",".join(str(i) for i in range(1, spec.ai_cpu_core_num + 1)),
@@ -99,7 +103,8 @@ def info_json(run: RunInfo, device_id: int | None) -> dict[str, Any]:
         "version": COLLECTION_VERSION,
         "pid_name": run.pid_name,
         "platform_version": spec.platform_version,
-        "hostname": "localhost",
+        "hostname": run.hostname or "localhost",
+        **({} if run.hostname is None else {"hostUid": _host_uid(run)}),  # cluster runs: one id per node
         "upTime": f"{up_s:.2f} {up_s:.2f}",  # /proc/uptime: seconds up, seconds idle
         "hwtype": "x86_64",
         "devices": "" if device_id is None else str(device_id),
@@ -107,6 +112,13 @@ def info_json(run: RunInfo, device_id: int | None) -> dict[str, Any]:
         "platform": "",
         "pid": str(run.pid),
     }
+
+
+def _host_uid(run: RunInfo) -> str:
+    """One id per node, the same in every rank's PROF dir of that node (a real single-host
+    capture has no hostUid; msprof then uses "0")."""
+    assert run.hostname is not None
+    return str(int.from_bytes(run.hostname.encode()[-8:], "big"))
 
 
 def start_info(run: RunInfo) -> dict[str, str]:
