@@ -65,6 +65,10 @@ class CompareOptions:
             raise InvalidParamError(f"--max_bins must be >= 1, got {self.max_bins}")
         if not 1 <= self.min_bins <= self.max_bins:
             raise InvalidParamError(f"--min_bins must be in [1, max_bins={self.max_bins}], got {self.min_bins}")
+        if self.show_graph:
+            from msprof_py.precision.plots import require_matplotlib
+
+            require_matplotlib()
         if self.max_cores < 1:
             raise InvalidParamError(f"--max_cores must be >= 1, got {self.max_cores}")
 
