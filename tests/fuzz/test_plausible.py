@@ -146,3 +146,13 @@ def test_one_warning_per_kind_counts_all(tmp_path: Path) -> None:
         shutil.copyfile(first, first.with_name(f"aging.api_event.data.slice_{n}"))
     (msg,) = _tallies(prof)
     assert "3 found" in msg and "slice_500 byte 0" in msg
+
+
+@pytest.mark.parametrize("dictionary,problem", [
+    ("unaging.additional.hash_dic.slice_0", "op records whose name is not in hash_dic"),
+    ("unaging.additional.type_info_dic.slice_0", "API records whose type is not in type_info_dic")])
+def test_missing_dictionary(prof: Path, dictionary: str, problem: str) -> None:
+    # issue #16: deleting hash_dic or type_info_dic sometimes succeeded without a word
+    (prof / "host/data" / dictionary).unlink()
+    msgs = [m for m in _tallies(prof) if problem in m]
+    assert len(msgs) == 1 and "host/data/" in msgs[0] and " byte " in msgs[0]
