@@ -93,14 +93,14 @@ def check_records(tag: str, parts, ctx) -> None:
     if not len(parts):
         return
     if tag == "compact.node_basic_info":
-        known = np.fromiter(ctx.dicts.hashes.keys(), np.uint64, len(ctx.dicts.hashes))
+        known = _u64(ctx.dicts.hashes.keys())
         miss = np.flatnonzero(~np.isin(parts.col("op_name", np.uint64), known))
         if len(miss):
             path, off = parts.where(int(miss[0]))
             warnings.tally("op records whose name is not in hash_dic (hash_dic missing or damaged? names shown as "
                            "numbers)", len(miss), f"{path} byte {off}")
     if tag == "api_event.data":
-        known = np.fromiter(((lv << 32) | t for lv, t in ctx.dicts.types), np.uint64, len(ctx.dicts.types))
+        known = _u64((lv << 32) | t for lv, t in ctx.dicts.types if 0 <= lv < 2**32 and 0 <= t < 2**32)
         key = (parts.col("level", np.uint64) << np.uint64(32)) | parts.col("type", np.uint64)
         miss = np.flatnonzero(~np.isin(key, known))
         if len(miss):
@@ -120,6 +120,11 @@ def check_records(tag: str, parts, ctx) -> None:
         if len(neg):
             path, off = parts.where(int(neg[0]))
             warnings.tally("API calls ending before they start", len(neg), f"{path} byte {off}")
+
+
+def _u64(values) -> np.ndarray:
+    """Dictionary keys as uint64 (a damaged line may hold a number past 64 bits: skipped)."""
+    return np.array([v for v in values if 0 <= v < 2**64], dtype=np.uint64)
 
 
 def check_window(warnings: WarningLog, what: str, where: str, times_ns: np.ndarray, begin_ns: int, end_ns: int,
