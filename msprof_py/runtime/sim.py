@@ -160,6 +160,23 @@ class _Run:
         self._acl(0, "aclFinalize", last + 10 * apis.US, last + 200 * apis.US)
         return last + 250 * apis.US
 
+    def _slow_iterations(self, tm, K: int) -> np.ndarray:
+        """``(K, T)`` duration factors from op attr ``slow_iterations`` = ``{"3": 2.0}`` (1-based
+        iteration -> factor): an op that is slower in some iterations (a documented fault for the
+        unbalanced-iterations advice; 1.0 everywhere when no op has it)."""
+        f = np.ones((K, len(tm)))
+        slow = {op.name: op.attrs["slow_iterations"] for op in self.wl.graph.ops if op.attrs.get("slow_iterations")}
+        for i, info in enumerate(tm.info if slow else ()):
+            for k, x in slow.get(info.op_name, {}).items():
+                try:
+                    k, x = int(k), float(x)
+                except (TypeError, ValueError):
+                    raise WorkloadError(f"op {info.op_name}: slow_iterations wants {{iteration: factor}}, "
+                                        f"got {k!r}: {x!r}") from None
+                if 1 <= k <= K and x > 0:  # iterations beyond the run are ignored
+                    f[k - 1, i] = x
+        return f
+
     # ------------------------------------------------------------------ device timeline
     def _timeline(self, progs: list[Program], ready: np.ndarray):
         """Start/end of every task ``(D, K, T)``, host iteration starts ``h0 (D, K)``, sync ends, the
@@ -173,7 +190,7 @@ class _Run:
         gap = int(self.spec.task_schedule_gap_us * 1000)
         base = np.array([p.tasks.dur_ns for p in progs], dtype=np.float64)  # (D, T)
         jit = self.rng.lognormal(0.0, JITTER_SIGMA, size=(D, K, T))
-        dur = np.maximum(1, np.rint(base[:, None, :] * jit)).astype(np.int64)
+        dur = np.maximum(1, np.rint(base[:, None, :] * jit * self._slow_iterations(tm, K)[None])).astype(np.int64)
         del jit
         step_gap = (self.wl.step_gap_us * 1000 * self.rng.lognormal(0.0, STEP_GAP_SIGMA, size=(D, K))).astype(np.int64)
         speed = self.rng.lognormal(0.0, HOST_SPEED_SIGMA, size=(D, K))
