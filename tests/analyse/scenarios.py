@@ -93,3 +93,20 @@ def matmul_loop(n: int = 20, work_us: float = 0.0, sync_each: bool = False) -> C
                 acl.rt.synchronize_stream(s)
         acl.rt.synchronize_stream(s)
     return body
+
+
+def graph_doc_train() -> dict[str, Any]:
+    """The small graph as a training step (fp / bp / update phases): all-reduces on 2 devices."""
+    doc = graph_doc("adv_train")
+    for op in doc["ops"]:
+        op["phase"] = "fp"
+    doc["ops"] += [
+        {"name": "grad/l2/MatMulV2", "type": "MatMulV2", "inputs": ["l1/Add:0", "out/Relu:0"], "phase": "bp",
+         "attrs": {"transpose_x1": True}, "outputs": [{"name": "grad/w2", "shape": [1024, 1024]}]},
+        {"name": "grad/l1/MatMulV2", "type": "MatMulV2", "inputs": ["x", "out/Relu:0"], "phase": "bp",
+         "attrs": {"transpose_x1": True}, "outputs": [{"name": "grad/w1", "shape": [1024, 1024]}]},
+        {"name": "update/w1", "type": "ApplyMomentum", "inputs": ["w1", "grad/w1"], "phase": "update",
+         "outputs": [{"name": "w1_new", "shape": [1024, 1024], "format": "FRACTAL_NZ"}]},
+        {"name": "update/w2", "type": "ApplyMomentum", "inputs": ["w2", "grad/w2"], "phase": "update",
+         "outputs": [{"name": "w2_new", "shape": [1024, 1024], "format": "FRACTAL_NZ"}]}]
+    return doc

@@ -39,9 +39,11 @@ def _write(path: Path, data: str) -> Path:
     return path
 
 
-def advise_path(path: str | Path, fmt: str = "text", summary_only: bool = False) -> AdviseResult:
+def advise_path(path: str | Path, fmt: str = "text", summary_only: bool = False,
+                use_cache: bool = True) -> AdviseResult:
     """Advice for every PROF dir under ``path`` (see the module doc).  ``summary_only``: print
-    only msprof's Performance Summary Report (what ``export`` prints)."""
+    only msprof's Performance Summary Report (what ``export`` prints); ``use_cache=False``
+    parses without reading or writing the parse cache (after ``export --clear``)."""
     from msprof_py.parse.session import find_prof_dirs, load_prof
 
     if fmt not in FORMATS:
@@ -49,7 +51,7 @@ def advise_path(path: str | Path, fmt: str = "text", summary_only: bool = False)
     res = AdviseResult()
     texts = []
     for prof in find_prof_dirs(Path(path)):
-        session = load_prof(prof)
+        session = load_prof(prof, use_cache=use_cache)
         res.warnings.extend(session.warnings)
         errors: list[str] = []
         found = findings(session, errors=errors)
