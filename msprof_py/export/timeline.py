@@ -37,7 +37,8 @@ from msprof_py.export import intervals
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import api_of_device, device_info, of_device, table
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
-                                           STEP_TRACE_TID_OFFSET, Arg, Flows, Meta, Slices, format_pid)
+                                           STEP_TRACE_TID_OFFSET, Arg, Counters, Flows, Meta, Slices,
+                                           format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
 from msprof_py.export.views import as_cat, cat_isin, display_names, shown_tasks, task_types
 
@@ -51,9 +52,11 @@ class Timeline:
     meta: Meta = field(default_factory=Meta)
     slices: list[Slices] = field(default_factory=list)
     flows: list[Flows] = field(default_factory=list)
+    counters: list[Counters] = field(default_factory=list)  # C events (AI Core frequency, ...)
 
     def __bool__(self) -> bool:
-        return any(len(s) for s in self.slices) or any(len(f) for f in self.flows)
+        return any(len(s) for s in self.slices) or any(len(f) for f in self.flows) \
+            or any(len(c) for c in self.counters)
 
     def slice_count(self) -> int:
         return sum(len(s) for s in self.slices)
@@ -104,6 +107,9 @@ class Timeline:
             if len(f):
                 yield from f.rows("s").chunks()
                 yield from f.rows("f").chunks()
+        for c in self.counters:
+            if len(c):
+                yield from c.rows().chunks()
 
 
 def _slice_chunks(s: Slices, ctx: ExportContext | None) -> Iterator[bytes]:

@@ -5,6 +5,7 @@ Key order per event kind follows msprof's C++ writer (``json_trace/*.cpp``):
 * X: ``{"name","pid","tid","ts","dur","ph":"X"[,"cat"],"args":{...}}``
 * flow: ``{"name","pid","tid","ph":"s"|"f","cat","id","ts"[,"bp":"e"]}``
 * M: ``{"name","pid","tid","ph":"M","args":{"name"|"labels"|"sort_index":...}}``
+* C: ``{"name","pid","tid","ts","ph":"C","args":{series...}}``
 
 ``ts`` is a string of local epoch µs with exactly 3 decimals (integer ns with a decimal point
 inserted); ``dur`` is a JSON number (µs).  A :class:`Slices` / :class:`Flows` keeps the integer
@@ -142,6 +143,41 @@ class Flows:
         rb.lit(',"pid":').int(pid).lit(',"tid":').int(tid)
         rb.lit(f',"ph":"{phase}","cat":{jstr(self.cat)},"id":"').int(self.ids).lit('","ts":"').us3(ns)
         return rb.lit('","bp":"e"},\n' if phase == "f" else '"},\n')
+
+
+@dataclass
+class Counters:
+    """C events of one counter (e.g. "AI Core Freq" with series "MHz") on one process.
+
+    ``series`` maps each args key to a float column (one value per ``ts_ns``).  Viewers draw one
+    counter track per series, named ``"{name} {key}"``.
+    """
+
+    name: str
+    pid: int
+    ts_ns: np.ndarray
+    series: dict[str, np.ndarray]
+    tid: int = 0
+
+    def __len__(self) -> int:
+        return len(self.ts_ns)
+
+    def rows(self) -> RowBuilder:
+        n = len(self)
+        rb = RowBuilder(n).lit('{"name":' + jstr(self.name) + f',"pid":{int(self.pid)},"tid":{int(self.tid)}')
+        rb.lit(',"ts":"').us3(np.asarray(self.ts_ns, np.int64)).lit('","ph":"C","args":{')
+        for i, (key, values) in enumerate(self.series.items()):
+            rb.lit(("," if i else "") + jstr(key) + ":")
+            rb.strings(np.asarray(values, dtype=np.float64), encode=_num)
+        return rb.lit("}},\n")
+
+
+def _num(v: Any) -> str:
+    """A JSON number (ints without a fraction, like msprof's ``{"MHz": 1800}``)."""
+    f = float(v)
+    if f != f or f in (float("inf"), float("-inf")):
+        return "null"
+    return str(int(f)) if f.is_integer() else repr(f)
 
 
 @dataclass

@@ -179,7 +179,7 @@ def _fusion(host: HostData | None) -> pd.DataFrame:
         return _frame(schema.FUSION_OP_COLUMNS)
     names = host.graph_ids.drop_duplicates("model_id", keep="last").set_index("model_id")["model_name"]
     f = host.fusion.copy()
-    f["model_name"] = f["model_id"].map(names).fillna("N/A")
+    f["model_name"] = f["model_id"].map(names).astype(object).fillna("N/A")  # object first: no float fillna
     return f[schema.FUSION_OP_COLUMNS]
 
 

@@ -117,10 +117,9 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     model_api = anc[LEVEL_MODEL]
     acl_api = anc[LEVEL_ACL]
     hccl_api = anc[LEVEL_HCCL]
-    conn = np.where(node_api >= 0, a["connection_id"][np.maximum(node_api, 0)],
-                    np.where(acl_api >= 0, a["connection_id"][np.maximum(acl_api, 0)], -1))
-    model_id = np.where(model_api >= 0, model_of_api[np.maximum(model_api, 0)], INVALID_U32)
-    request_id = np.where(model_api >= 0, a["request_id"][np.maximum(model_api, 0)], -1)
+    conn = _at(a["connection_id"], node_api, _at(a["connection_id"], acl_api, -1))
+    model_id = _at(model_of_api, model_api, INVALID_U32)
+    request_id = _at(a["request_id"], model_api, -1)
     f_time = ticks.to_local_ns(flips["timestamp"])
     host_flips = frame({"device_id": flips["device_id"].astype(np.int64),
                                "stream_id": flips["stream_id"].astype(np.int64),
@@ -198,7 +197,7 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     graph = simple.graph_id_map(parts(raw_graph.FILE_TAG, raw_graph.DTYPE), dicts)
     graph_ids = frame({k: graph[k] for k in ("model_name", "graph_id", "model_id")})
     fusion = frame({
-        "model_id": np.where(f_model >= 0, model_of_api[np.maximum(f_model, 0)], INVALID_U32).astype(np.int64),
+        "model_id": _at(model_of_api, f_model, INVALID_U32).astype(np.int64),
         "fusion_op": fus["op_name"], "original_ops": fus["original_ops"],
         **{f"memory_{k}_kb": fus[f"{k}_mem"] / 1024.0 for k in ("input", "output", "weight", "workspace", "total")},
     })
@@ -289,8 +288,8 @@ def _communication(parts, dicts, ticks, tree: CallTree, threads, a, item, model_
                          "alg_type": op["alg_type"], "count": op["count"]}).drop_duplicates("node_api", keep="last")
     ops = frame({"hccl_api": hccl_idx, "node_api": node_anc,
                         "op_name": np.asarray(item, dtype=object)[hccl_idx],
-                        "model_id": np.where(model_anc >= 0, model_of_api[np.maximum(model_anc, 0)], INVALID_U32),
-                        "request_id": np.where(model_anc >= 0, a["request_id"][np.maximum(model_anc, 0)], -1),
+                        "model_id": _at(model_of_api, model_anc, INVALID_U32),
+                        "request_id": _at(a["request_id"], model_anc, -1),
                         "connection_id": a["connection_id"][hccl_idx]})
     ops = ops.merge(info, on="node_api", how="left")
     hi = simple.hccl_info(parts(raw_hccl_info.FILE_TAG, raw_hccl_info.DTYPE), dicts)
@@ -312,3 +311,11 @@ def _all_export(rd: ResultDir) -> bool:
         return int(rd.info.get("drvVersion", 0)) >= 467473
     except (TypeError, ValueError):
         return False
+
+
+def _at(values: np.ndarray, idx: np.ndarray, default) -> np.ndarray:
+    """``values[idx]`` where ``idx >= 0``, else ``default`` -- also when ``values`` is empty
+    (a stream with no records, e.g. a missing api_event slice) and every ``idx`` is -1."""
+    if not len(values):
+        return np.where(idx >= 0, default, default) if np.ndim(default) else np.full(len(idx), default)
+    return np.where(idx >= 0, values[np.maximum(idx, 0)], default)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
-from msprof_py.parse.reader import Stream
+from msprof_py.parse.reader import Stream, read_bytes
 from msprof_py.raw import hash_dic
 
 
@@ -63,5 +63,4 @@ def _resolve(values: np.ndarray, lookup) -> pd.Categorical:
 
 
 def _text(path) -> str:
-    with open(path, "rb") as f:
-        return f.read().decode("utf-8", errors="replace")
+    return read_bytes(path).decode("utf-8", errors="replace")

@@ -1,0 +1,175 @@
+"""Benchmark: msprof's own analysis against ``msprof-py export`` on copies of the same PROF dir.
+
+Each tool runs on its own fresh copy of the PROF dir (so neither sees the other's output or a
+parse cache), one after the other, as a child process.  For each run it prints the wall time and
+two peak-memory figures:
+
+- ``tree RSS``: the largest sum of the resident set sizes of the whole process tree, sampled
+  every 20 ms from /proc (msprof's analysis forks workers; their memory counts together);
+- ``max RSS``: the largest single process (``getrusage(RUSAGE_CHILDREN).ru_maxrss``).
+
+msprof's analysis is Ascend/msprof's ``analysis/msprof/msprof.py``; give its path with
+``--msprof PATH`` or ``$MSPROF_ANALYSIS``.  Without ``analysis/lib64/msprof_analysis.so`` it runs
+its pure-Python path; with the .so built from ``analysis/csrc`` (the path CANN ships) its C++
+path.  The script only runs it; it neither builds nor ships it.
+
+    python benchmarks/bench_vs_msprof.py PROF_DIR --msprof /path/to/analysis/msprof/msprof.py
+    python benchmarks/bench_vs_msprof.py --collect resnet50:716:2 --msprof ...   # collect first
+
+Prints a Markdown table for benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Run:
+    """One timed child run: wall seconds, peak tree RSS and peak single-process RSS in MB."""
+
+    label: str
+    wall_s: float
+    tree_rss_mb: float
+    max_rss_mb: float
+    returncode: int
+
+
+def _tree_rss_kb(root_pid: int) -> int:
+    """Sum of VmRSS over ``root_pid`` and all its descendants (0 once they are gone)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", "rb") as f:
+                ppid, kb = 0, 0
+                for line in f:
+                    if line.startswith(b"PPid:"):
+                        ppid = int(line.split()[1])
+                    elif line.startswith(b"VmRSS:"):
+                        kb = int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        pid = int(entry.name)
+        rss[pid] = kb
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def timed(label: str, cmd: list[str], cwd: Path | None = None, log: Path | None = None) -> Run:
+    """Run ``cmd`` to completion, sampling its process tree's memory every 20 ms."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    out = open(log, "wb") if log else subprocess.DEVNULL
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss_kb(proc.pid))
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    rc = proc.wait()
+    wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    if log:
+        out.close()
+    max_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # ru_maxrss of children is a running maximum: it only tells this run's figure if it grew
+    return Run(label, wall, peak / 1024, (max_rss if max_rss > before else peak) / 1024, rc)
+
+
+def fresh_copy(prof: Path, work: Path, tag: str) -> Path:
+    dst = work / tag / prof.name
+    shutil.copytree(prof, dst, symlinks=True)
+    return dst
+
+
+def raw_mb(prof: Path) -> float:
+    return sum(p.stat().st_size for p in prof.glob("*/data/*") if p.is_file()) / 2**20
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("prof", nargs="?", type=Path, help="a PROF_* dir (left untouched: runs use copies)")
+    ap.add_argument("--collect", metavar="WORKLOAD:ITERATIONS:DEVICES",
+                    help="collect this with msprof-py first (seed 1) instead of giving PROF")
+    ap.add_argument("--msprof", default=os.environ.get("MSPROF_ANALYSIS"),
+                    help="path to Ascend/msprof's analysis/msprof/msprof.py ($MSPROF_ANALYSIS)")
+    ap.add_argument("--python", default=sys.executable, help="the Python that runs msprof's analysis")
+    ap.add_argument("--work", type=Path, default=None, help="scratch dir for the copies (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the copies and logs")
+    a = ap.parse_args()
+    if not a.msprof or not Path(a.msprof).is_file():
+        print("bench_vs_msprof: give msprof's analysis/msprof/msprof.py with --msprof or $MSPROF_ANALYSIS",
+              file=sys.stderr)
+        return 2
+    work = a.work or Path(tempfile.mkdtemp(prefix="bench_vs_msprof_"))
+    work.mkdir(parents=True, exist_ok=True)
+    msprof_py = [sys.executable, "-m", "msprof_py"]
+    try:
+        if a.collect:
+            wl, it, dev = a.collect.split(":")
+            subprocess.run([*msprof_py, "collect", "--workload", wl, "--iterations", it, "--devices", dev,
+                            "--seed", "1", "--output", str(work / "src")], check=True, stdout=subprocess.DEVNULL)
+            a.prof = next((work / "src").glob("PROF_*"))
+        if a.prof is None or not a.prof.is_dir():
+            print("bench_vs_msprof: give a PROF_* dir or --collect", file=sys.stderr)
+            return 2
+        analysis = Path(a.msprof).resolve()
+        cpp = (analysis.parents[1] / "lib64" / "msprof_analysis.so").is_file()
+        runs = []
+        m_copy = fresh_copy(a.prof, work, "msprof")
+        for what in ("summary", "timeline"):
+            runs.append(timed(f"msprof {what}", [a.python, str(analysis), "export", what, "-dir", str(m_copy)],
+                              cwd=analysis.parents[1], log=work / f"msprof_{what}.log"))
+        p_copy = fresh_copy(a.prof, work, "msprof_py")
+        runs.append(timed("msprof-py export", [*msprof_py, "export", "--output", str(p_copy)],
+                          log=work / "msprof_py.log"))
+        m_wall = sum(r.wall_s for r in runs[:2])
+        m_rss = max(r.tree_rss_mb for r in runs[:2])
+        p = runs[2]
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        print(f"{now}, {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+              f"load average {os.getloadavg()[0]:.1f}; msprof's {'C++' if cpp else 'Python'} path; "
+              f"{a.prof.name}: {raw_mb(a.prof):.0f} MB raw\n")
+        print("| run | wall | peak tree RSS | peak single-process RSS | exit |")
+        print("|---|---|---|---|---|")
+        for r in runs:
+            print(f"| {r.label} | {r.wall_s:.1f} s | {r.tree_rss_mb:,.0f} MB | {r.max_rss_mb:,.0f} MB | {r.returncode} |")
+        if p.wall_s > 0 and p.tree_rss_mb > 0:
+            print(f"\nmsprof (summary + timeline) {m_wall:.1f} s, {m_rss:,.0f} MB; msprof-py {p.wall_s:.1f} s, "
+                  f"{p.tree_rss_mb:,.0f} MB: {m_wall / p.wall_s:.1f}x faster, {m_rss / p.tree_rss_mb:.1f}x less memory")
+        return 0 if all(r.returncode == 0 for r in runs) else 1
+    finally:
+        if not a.keep and a.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
