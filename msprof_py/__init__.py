@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load", "advise", "diff"]
+__all__ = ["__version__", "load", "load_cluster", "advise", "diff"]
 
 
 def __getattr__(name: str):
@@ -16,6 +16,10 @@ def __getattr__(name: str):
         from msprof_py.parse import load
 
         return load
+    if name == "load_cluster":
+        from msprof_py.cluster import load_cluster
+
+        return load_cluster
     if name == "advise":  # advise(session) -> DataFrame of findings
         from msprof_py.analyse.advise import advise
 

@@ -21,6 +21,7 @@ FORBIDDEN = {
     "precision": {"cli", "collect"},
     # analysis reads parsed sessions only
     "analyse": {"raw", "runtime", "collect", "export", "cli", "aoe", "precision"},
+    "cluster": {"raw", "runtime", "collect", "cli", "aoe", "precision"},
 }
 
 

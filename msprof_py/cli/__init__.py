@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "compare": "msprof_py.cli.compare_cmd:compare",
     "advise": "msprof_py.cli.advise_cmd:advise",
     "diff": "msprof_py.cli.diff_cmd:diff",
+    "cluster": "msprof_py.cli.cluster_cmd:cluster",
 }
 
 

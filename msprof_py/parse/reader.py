@@ -84,7 +84,7 @@ def _sort_paths(entries: list[tuple[int, Path]]) -> list[Path]:
 def discover_host(data_dir: Path) -> dict[tuple[str, bool], Stream]:
     """``{(tag, aging): Stream}`` for the host data dir (unknown names are ignored)."""
     groups: dict[tuple[str, bool], list[tuple[int, Path]]] = {}
-    for name in _list(data_dir):
+    for name in list_data(data_dir):
         m = raw_files.HOST_DATA_RE.match(name)
         if m:
             key = (m["tag"], m["age"] == "aging")
@@ -95,7 +95,7 @@ def discover_host(data_dir: Path) -> dict[tuple[str, bool], Stream]:
 def discover_device(data_dir: Path) -> dict[tuple[str, int], Stream]:
     """``{(tag, device_id): Stream}`` for a device data dir."""
     groups: dict[tuple[str, int], list[tuple[int, Path]]] = {}
-    for name in _list(data_dir):
+    for name in list_data(data_dir):
         m = raw_files.DEVICE_DATA_RE.match(name)
         if m:
             key = (m["tag"], int(m["dev"]))
@@ -103,7 +103,7 @@ def discover_device(data_dir: Path) -> dict[tuple[str, int], Stream]:
     return {k: Stream(k[0], None, _sort_paths(v)) for k, v in sorted(groups.items())}
 
 
-def _list(data_dir: Path) -> list[str]:
+def list_data(data_dir: Path) -> list[str]:
     try:
         return sorted(n for n in os.listdir(data_dir) if not n.endswith(raw_files.SKIP_SUFFIXES))
     except OSError:
