@@ -10,6 +10,7 @@ import pandas as pd
 from msprof_py.errors import DataError, WarningLog
 from msprof_py.parse import cats, registry, schema
 from msprof_py.parse.cats import frame
+from msprof_py.parse.clocks import clocks_for
 from msprof_py.parse.device import load_device
 from msprof_py.parse.host import HostData, load_host
 from msprof_py.parse.join import join_device
@@ -28,7 +29,8 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     for rd in [host_rd, *dev_rds]:
         if rd is not None and not (rd.path / "data").is_dir():
             warnings.warn(f'There is no "data" directory in "{rd.path}". Collect data failed.')
-    host = load_host(host_rd, warnings) if host_rd is not None else None
+    clk = clocks_for(host_rd, dev_rds)
+    host = load_host(host_rd, warnings, clk.host_ticks()) if host_rd is not None else None
     host_tasks = host.host_tasks if host is not None else _empty_host_tasks()
 
     tasks_parts, steps_parts, ar_parts = [], [], []
@@ -36,7 +38,7 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     seen_devices = set()
     for rd in dev_rds:
         dd = load_device(rd, warnings, host.dicts if host is not None else None,
-                         host.expand_status if host is not None else 0)
+                         host.expand_status if host is not None else 0, clk.device_ticks(rd))
         readers.append(dd.kinds)
         seen_devices.add(dd.device_id)
         mine = host_tasks[host_tasks["device_id"] == dd.device_id]

@@ -19,7 +19,7 @@ from msprof_py.parse import cats
 from msprof_py.parse.cats import frame
 from msprof_py.parse.calltree import CallTree
 from msprof_py.parse.flip import compute_batch_id
-from msprof_py.parse.meta import ResultDir
+from msprof_py.parse.meta import ResultDir, Ticks
 from msprof_py.parse.records import expand_stream_spec, tensor_info
 from msprof_py.parse.records.dictionaries import Dictionaries
 from msprof_py.parse.records.parts import DecodeContext
@@ -58,13 +58,14 @@ class HostData:
     tables: dict = field(default_factory=dict)  # decoded tables of kinds other features registered
 
 
-def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
-    """Parse ``host/data`` of one PROF dir (times converted with the host dir's clocks)."""
+def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -> HostData:
+    """Parse ``host/data`` of one PROF dir; ``ticks``: the host counter clock
+    (:mod:`msprof_py.parse.clocks`; default: the host dir's own files)."""
     ctx = DecodeContext(warnings=warnings)
     kinds = KindReader(HOST, rd.path / "data", ctx)
     kinds.load_text()
     dicts = ctx.dicts
-    ticks = rd.host_ticks()
+    ticks = ticks if ticks is not None else rd.host_ticks()
     pid = int(rd.info.get("pid", -1) or -1) if str(rd.info.get("pid", "")).lstrip("-").isdigit() else -1
 
     # ---------------- API table + call tree
