@@ -38,7 +38,7 @@ def export(output: Path, type_: str, model_id: int | None, iteration_id: int | N
     click.echo(f"wrote {len(result.files)} files ({_size(total)}):")
     for path, size in result.files:
         click.echo(f"  {path}  {_size(size)}")
-    if type_ != "db" and model_id is None:  # msprof prints its tuning suggestions after an export
+    if type_ == "text" and model_id is None:  # msprof prints its tuning suggestions after an export
         from msprof_py.analyse.advise.run import advise_path
 
         advice = run_guarded(lambda: advise_path(output, summary_only=True, use_cache=not clear))
