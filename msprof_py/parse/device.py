@@ -60,12 +60,9 @@ def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None 
                    "timestamp": flip_time})
     if not len(tasks) and not len(steps):
         warnings.warn(f"{rd.path / 'data'}: no device task or step-trace data")
-<<<<<<< HEAD
     extra = kinds.extra_tables({raw_stars.FILE_TAG, raw_ts.FILE_TAG})
-    pmu, freq = load_device_pmu(rd, extra, t, start, warnings)
+    pmu, freq = load_device_pmu(rd, extra, t, start, warnings, ticks)
     return DeviceData(dev, tasks, steps, flips, kinds, extra, pmu, freq)
-=======
-    return DeviceData(dev, tasks, steps, flips, kinds, kinds.extra_tables({raw_stars.FILE_TAG, raw_ts.FILE_TAG}))
 
 
 def _plausible(rd: ResultDir, kinds: KindReader, t, start: np.ndarray, dur: np.ndarray, warnings: WarningLog) -> None:
@@ -78,4 +75,3 @@ def _plausible(rd: ResultDir, kinds: KindReader, t, start: np.ndarray, dur: np.n
     plausible.check_order(warnings, "device tasks", where, dur, ident)
     plausible.check_window(warnings, "device task starts", where, start, rd.collection_start_ns,
                            rd.collection_end_ns, ident)
->>>>>>> main

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
-from msprof_py.parse.meta import ResultDir
+from msprof_py.parse.meta import ResultDir, Ticks
 from msprof_py.parse.pmu import freq as freq_table
 from msprof_py.parse.pmu.assoc import associate
 from msprof_py.parse.pmu.table import DevicePmu
@@ -25,13 +25,14 @@ def _freq(tables: dict, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_device_pmu(rd: ResultDir, tables: dict, tasks: dict[str, np.ndarray], start_ns: np.ndarray,
-                    warnings: WarningLog) -> tuple[DevicePmu | None, pd.DataFrame]:
+                    warnings: WarningLog, ticks: Ticks | None = None) -> tuple[DevicePmu | None, pd.DataFrame]:
     """``tables``: the decoded registry tables of the device (``ffts_pmu``, ``freq_info``,
     ``freq_conv``, absent when the files are); ``tasks``: the paired device tasks (stream_id,
     task_id, context_id, start, end syscnt); ``start_ns``: their converted starts.
-    Returns (matched PMU or None, aicore_freq rows)."""
+    ``ticks``: the device clock the tasks were converted with.  Returns (matched PMU or None,
+    aicore_freq rows)."""
     info = _freq(tables, "freq_info")
-    freq = freq_table.build(rd.device_id, rd, *info)
+    freq = freq_table.build(rd.device_id, rd, *info, ticks=ticks)
     rec = tables.get("ffts_pmu")
     if rec is None:
         return None, freq

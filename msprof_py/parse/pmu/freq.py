@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from msprof_py.parse.meta import ResultDir
+from msprof_py.parse.meta import ResultDir, Ticks
 
 COLUMNS = ["device_id", "timestamp_ns", "freq_mhz"]
 FREQ_PLATFORMS = ("5", "7")
@@ -32,7 +32,7 @@ def freq_db_rows(dev_cnt: int, default_mhz: int, syscnt: np.ndarray, mhz: np.nda
             np.concatenate([[first], mhz[~before]]).astype(np.int64))
 
 
-def build(device_id: int, rd: ResultDir, syscnt: np.ndarray, mhz: np.ndarray) -> pd.DataFrame:
+def build(device_id: int, rd: ResultDir, syscnt: np.ndarray, mhz: np.ndarray, ticks: Ticks | None = None) -> pd.DataFrame:
     """AICORE_FREQ rows of one device (empty for other chips or without a device start log)."""
     if str(rd.info.get("platform_version", "")) not in FREQ_PLATFORMS or rd.dev_start is None or not len(syscnt):
         return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in COLUMNS})
@@ -42,7 +42,7 @@ def build(device_id: int, rd: ResultDir, syscnt: np.ndarray, mhz: np.ndarray) ->
     except (TypeError, ValueError, AttributeError):
         default = 0
     sc, f = freq_db_rows(rd.dev_start.cntvct, default, syscnt, mhz)
-    ts = rd.device_ticks().to_local_ns(sc)
+    ts = (ticks or rd.device_ticks()).to_local_ns(sc)
     start, end = rd.collection_start_ns, rd.collection_end_ns
     early = ts < start
     first = int(f[early][-1]) if early.any() else default
