@@ -232,10 +232,32 @@ def ordered_map(fn: Callable[[int], bytes], items: Iterable[int], workers: int =
             yield pending.popleft().result()
 
 
+def _without_negative_times(tl: Timeline, ctx: ExportContext | None) -> Timeline:
+    """Trace timestamps are unsigned: events before 0 ns (unknown times) are left out, with a
+    warning, instead of wrapping around."""
+    from msprof_py.export.timeline_slices import take_counters, take_slices
+
+    def bad(start: np.ndarray, dur: np.ndarray | None = None) -> np.ndarray:
+        start = np.asarray(start, np.int64)
+        return (start < 0) | ((start + np.asarray(dur, np.int64)) < 0 if dur is not None else False)
+
+    n_bad = sum(int(bad(s.start_ns, s.dur_ns).sum()) for s in tl.slices) + \
+        sum(int(bad(c.ts_ns).sum()) for c in tl.counters)
+    if not n_bad:
+        return tl
+    if ctx is not None:
+        ctx.warnings.warn(f"native trace: {n_bad} events with a negative timestamp (unknown time) left out")
+    out = Timeline(meta=tl.meta, flows=tl.flows)
+    out.slices = [take_slices(s, np.flatnonzero(~bad(s.start_ns, s.dur_ns))) for s in tl.slices]
+    out.counters = [take_counters(c, np.flatnonzero(~bad(c.ts_ns))) for c in tl.counters]
+    return out
+
+
 def trace_chunks(tl: Timeline, ctx: ExportContext | None = None) -> Iterator[bytes]:
     """The whole ``.pftrace`` as byte chunks (a ``perfetto.protos.Trace``)."""
     from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
+    tl = _without_negative_times(tl, ctx)
     tracks = Tracks(tl)
     interner = Interner()
     encoders = [BlockEncoder(s, tracks.thread_uuids(s.pid, s.tid), interner) for s in tl.slices]

@@ -158,3 +158,13 @@ def test_cli_selected_iteration_names_the_trace(small_prof: Path) -> None:
                                   "--model-id", str(m), "--iteration-id", str(i)])
     assert r.exit_code == 0, r.output
     assert (small_prof / OUT / f"msprof_{m}_{i}.pftrace").exists()
+
+
+def test_negative_times_are_left_out_with_a_warning(tmp_path: Path) -> None:
+    tl = _tl()
+    tl.slices[0].start_ns = tl.slices[0].start_ns.copy()
+    tl.slices[0].start_ns[0] = -5
+    ctx = ExportContext()
+    tr = read_pftrace(write_trace(tl, tmp_path / "t.pftrace", ctx))
+    assert tr.problems == [] and len(tr.slices) == 7
+    assert any("1 events with a negative timestamp" in m for m in ctx.warnings)
