@@ -112,7 +112,7 @@ def main() -> None:
             if a.verify:
                 verify(session, files, ctx, a.browser)
             print(f"| {date} | {what} | msprof_*.json --slice-size {a.slice_size:g} | {len(files)} files, "
-                  f"largest {max(sizes) / 1e6:.1f} MB, total {sum(sizes) / 1e6:.1f} MB | {wall:.2f} s | {cpu:.2f} s "
+                  f"largest {max(sizes):,} B, total {sum(sizes) / 1e6:.1f} MB | {wall:.2f} s | {cpu:.2f} s "
                   f"| {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB | {machine} |")
             return
         runs = []
