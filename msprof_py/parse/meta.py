@@ -61,6 +61,7 @@ INFO_KEYS: dict[str, _Check] = {
     "pid": (lambda v: _int_in(v, 0, 2**32 - 1), "a process id (0 .. 2^32-1)"),
     "rank_id": (lambda v: _int_in(v, -1, 2**31 - 1), "a rank id (-1 .. 2^31-1)"),
     "drvVersion": (lambda v: _int_in(v, 0, I64_MAX), "a driver version number"),
+    "platform_version": (lambda v: _int_in(v, 0, 2**31 - 1), "a platform (chip) number"),
 }
 DEVICE_INFO_KEYS: dict[str, _Check] = {
     "hwts_frequency": (_mhz, "a frequency in MHz (0 .. 100000]"),
@@ -249,8 +250,11 @@ def _duplicated_keys(text: bytes) -> list[str]:
 def _checked(file: Path, data: dict, keys: dict[str, _Check], warnings: WarningLog, where: str = "") -> None:
     """Replace each known key's value by its typed value, or drop it with a warning."""
     for key, (check, what) in keys.items():
-        if key not in data or data[key] in ("", None):
-            continue  # absent / empty: msprof's "unknown"; the readers use their defaults
+        if key not in data:
+            continue
+        if data[key] in ("", None):  # empty: msprof's "unknown"; the readers use their defaults
+            del data[key]
+            continue
         typed = check(data[key])
         if typed is None:
             warnings.warn(f"{file}: {where}{key} = {_show(data[key])} is not {what}; ignored")
