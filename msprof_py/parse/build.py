@@ -70,7 +70,9 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     all_reduce = _cat(ar_parts, schema.ALL_REDUCE_COLUMNS)
     api = host.api if host is not None else _frame(schema.API_COLUMNS)
     if host_rd is not None and len(api):
-        early = api["start_ns"] < host_rd.collection_start_ns
+        early = np.array(api["start_ns"] < host_rd.collection_start_ns, dtype=bool)
+        if host.api_zero_begin is not None:
+            early &= ~host.api_zero_begin  # msprof keeps these (api_statistic; its timeline skips them)
         if early.any():
             warnings.warn(f"{host_rd.path}: {int(early.sum())} API record(s) before collectionTimeBegin filtered")
             api = api[~early].reset_index(drop=True)
