@@ -39,6 +39,8 @@ class RunInfo:
     pid_name: str
     end_sim_ns: int  # simulator time when collection stopped
     fixed: bool  # fixed clock: dates in UTC and a fixed hostname, for byte-identical output
+    rank_id: int | None = None  # cluster runs: the process's global rank (info.json rank_id of its device)
+    hostname: str | None = None  # cluster runs: the node's name (info.json hostname, hostUid from it)
 
 
 def freq_text(mhz: float) -> str:
@@ -56,6 +58,8 @@ def info_json(run: RunInfo, device_id: int | None) -> dict[str, Any]:
     """info.json for the host dir (``device_id`` None: no DeviceInfo) or one device dir."""
     spec = run.spec
     ranks = {d: (i if len(run.device_ids) > 1 else -1) for i, d in enumerate(run.device_ids)}
+    if run.rank_id is not None:
+        ranks = {d: run.rank_id for d in run.device_ids}
     device_info = [] if device_id is None else [{
         "id": device_id,
         "env_type": 3,
@@ -85,8 +89,8 @@ def info_json(run: RunInfo, device_id: int | None) -> dict[str, Any]:
         "drvVersion": DRV_VERSION,
         "cannVersion": CANN_VERSION,
         "version": COLLECTION_VERSION,
-        "hostname": "localhost",
-        "hostUid": "0" if run.fixed else str(run.pid),
+        "hostname": run.hostname or "localhost",
+        "hostUid": _host_uid(run),
         "memoryTotal": 32 * 1024 * 1024,  # kB of the simulated host
         "cpuNums": 1,
         "sysClockFreq": 100,
@@ -100,6 +104,12 @@ def info_json(run: RunInfo, device_id: int | None) -> dict[str, Any]:
         }],
         "DeviceInfo": device_info,
     }
+
+
+def _host_uid(run: RunInfo) -> str:
+    if run.hostname is not None:  # one id per node, the same in every rank's PROF dir of that node
+        return str(int.from_bytes(run.hostname.encode()[-8:], "big"))
+    return "0" if run.fixed else str(run.pid)
 
 
 def start_info(run: RunInfo) -> dict[str, str]:

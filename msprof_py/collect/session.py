@@ -99,10 +99,11 @@ class ProfileSession:
         return sim
 
     def set_run(self, *, device_ids: list[int], pid: int, pid_name: str, end_sim_ns: int,
-                spec: DeviceSpec | None = None) -> None:
-        """Record what the metadata needs when the stack was driven from outside :meth:`run`."""
+                spec: DeviceSpec | None = None, rank_id: int | None = None, hostname: str | None = None) -> None:
+        """Record what the metadata needs when the stack was driven from outside :meth:`run`
+        (``rank_id`` / ``hostname``: one rank of a cluster job)."""
         self.run_info = RunInfo(spec or self.spec, self.clock, sorted(int(d) for d in device_ids), int(pid),
-                                pid_name, int(end_sim_ns), self.fixed_clock)
+                                pid_name, int(end_sim_ns), self.fixed_clock, rank_id, hostname)
 
     def finish(self) -> CollectResult:
         """Close the data files, write dictionaries + metadata, and rename into the final PROF dir."""

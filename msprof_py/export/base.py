@@ -55,6 +55,7 @@ class ExportContext:
     notes: list[str] = field(default_factory=list)  # [INFO] lines for the export log
     scratch: Path | None = None
     rendered: dict[tuple[Any, ...], Path] = field(default_factory=dict)
+    slice_bytes: int | None = None  # --slice-size: msprof_*.json is split into files under this size
 
     def layer_on(self, key: str) -> bool:
         return self.layers is None or key in self.layers

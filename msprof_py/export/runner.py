@@ -42,13 +42,15 @@ IDS_TOGETHER = ("Please set 'model-id' and 'iteration-id' simultaneously (recomm
 
 @dataclass
 class ExportOptions:
-    type: str = "text"  # text | db
+    type: str = "text"  # text | db | perfetto (only the native trace)
     model_id: int | None = None
     iteration_id: int | None = None
     summary_format: str = "csv"
     reports: Path | None = None
     clear: bool = False
     progress: bool = False  # show a progress bar (the CLI turns it on for terminals)
+    perfetto: bool = False  # with type "text": also write the native trace msprof.pftrace
+    slice_size_mb: float | None = None  # split each msprof_*.json into files under this size
 
 
 @dataclass
@@ -129,7 +131,8 @@ def export(path: str | Path, options: ExportOptions,
 
 
 def _jobs(session: Any, options: ExportOptions) -> list[tuple[base.Exporter, int | None]]:
-    kinds = {"db"} if options.type == "db" else {"timeline", "summary", "db"}
+    kinds = {"db"} if options.type == "db" else {"trace"} if options.type == "perfetto" \
+        else {"timeline", "summary", "db"} | ({"trace"} if options.perfetto else set())
     devs = device_ids(session)
     jobs: list[tuple[base.Exporter, int | None]] = []
     for ex in REGISTRY.values():
@@ -198,8 +201,9 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
 def write_readme(out_dir: Path, written: list[tuple[Any, Path]]) -> Path:
     """msprof-style README.txt: numbered ``N.file:description`` lines per kind."""
     lines = []
-    for kind, title in (("timeline", "Timeline file description:"), ("summary", "Summary file description:")):
-        items = sorted((p.name, ex.describe) for ex, p in written if ex.kind == kind)
+    for kinds, title in ((("timeline", "trace"), "Timeline file description:"),
+                         (("summary",), "Summary file description:")):
+        items = sorted((p.name, ex.describe) for ex, p in written if ex.kind in kinds)
         if not items:
             continue
         lines.append(title)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import DataError, WarningLog
-from msprof_py.parse import cats, schema
+from msprof_py.parse import cats, registry, schema
 from msprof_py.parse.cats import frame
 from msprof_py.parse.device import load_device
 from msprof_py.parse.host import HostData, load_host
@@ -32,9 +32,12 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     host_tasks = host.host_tasks if host is not None else _empty_host_tasks()
 
     tasks_parts, steps_parts, ar_parts = [], [], []
+    readers = [host.kinds] if host is not None else []
     seen_devices = set()
     for rd in dev_rds:
-        dd = load_device(rd, warnings)
+        dd = load_device(rd, warnings, host.dicts if host is not None else None,
+                         host.expand_status if host is not None else 0)
+        readers.append(dd.kinds)
         seen_devices.add(dd.device_id)
         mine = host_tasks[host_tasks["device_id"] == dd.device_id]
         joined = join_device(dd.device_id, mine.reset_index(drop=True), dd.tasks, warnings, str(rd.path))
@@ -48,6 +51,7 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
         tasks_parts.append(joined)
         steps_parts.append(steps)
         ar_parts.append(ar)
+    registry.report(prof, [r for r in readers if r is not None], warnings)
     orphan = host_tasks[~host_tasks["device_id"].isin(list(seen_devices))]
     if len(orphan):
         devs = sorted(set(orphan["device_id"].tolist()))
@@ -179,7 +183,7 @@ def _fusion(host: HostData | None) -> pd.DataFrame:
         return _frame(schema.FUSION_OP_COLUMNS)
     names = host.graph_ids.drop_duplicates("model_id", keep="last").set_index("model_id")["model_name"]
     f = host.fusion.copy()
-    f["model_name"] = f["model_id"].map(names).fillna("N/A")
+    f["model_name"] = f["model_id"].map(names).astype(object).fillna("N/A")  # object first: no float fillna
     return f[schema.FUSION_OP_COLUMNS]
 
 

@@ -20,13 +20,12 @@ from msprof_py.parse.cats import frame
 from msprof_py.parse.calltree import CallTree
 from msprof_py.parse.flip import compute_batch_id
 from msprof_py.parse.meta import ResultDir
-from msprof_py.parse.reader import discover_host
-from msprof_py.parse.records import (api_event, context_id_info, node_basic_info, simple, task_track,
-                                     tensor_info)
+from msprof_py.parse.records import expand_stream_spec, tensor_info
 from msprof_py.parse.records.dictionaries import Dictionaries
-from msprof_py.parse.records.host_common import load_parts
-from msprof_py.raw import (api_event as raw_api, context_id_info as raw_ctx, fusion_op_info as raw_fusion,
-                           graph_id_map as raw_graph, hash_dic as raw_hash, hccl_info as raw_hccl_info,
+from msprof_py.parse.records.parts import DecodeContext
+from msprof_py.parse.registry import HOST, KindReader
+from msprof_py.raw import (api_event as raw_api, context_id_info as raw_ctx, expand_stream_spec as raw_expand,
+                           fusion_op_info as raw_fusion, graph_id_map as raw_graph, hccl_info as raw_hccl_info,
                            hccl_op_info as raw_hccl_op, memcpy_info as raw_memcpy, node_basic_info as raw_node,
                            task_track as raw_task, tensor_info as raw_tensor)
 from msprof_py.raw.common import (ACL_HOST_HCCL, ACL_MODEL, ACL_NN, ACL_OP, ACL_OTHERS, ACL_RTS, ACL_ASCENDC,
@@ -54,21 +53,22 @@ class HostData:
     fusion: pd.DataFrame
     graph_ids: pd.DataFrame
     dicts: Dictionaries = field(default_factory=Dictionaries)
+    expand_status: int = 0  # compact.expand_stream_spec (STARS id decoding on the devices)
+    kinds: KindReader | None = None  # what host/data held (unused / unknown kinds for the report)
+    tables: dict = field(default_factory=dict)  # decoded tables of kinds other features registered
 
 
 def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     """Parse ``host/data`` of one PROF dir (times converted with the host dir's clocks)."""
-    streams = discover_host(rd.path / "data")
-    dicts = Dictionaries.load([s for (t, _), s in streams.items() if t == raw_hash.HASH_FILE_TAG],
-                              [s for (t, _), s in streams.items() if t == raw_hash.TYPE_FILE_TAG], warnings)
+    ctx = DecodeContext(warnings=warnings)
+    kinds = KindReader(HOST, rd.path / "data", ctx)
+    kinds.load_text()
+    dicts = ctx.dicts
     ticks = rd.host_ticks()
     pid = int(rd.info.get("pid", -1) or -1) if str(rd.info.get("pid", "")).lstrip("-").isdigit() else -1
 
-    def parts(tag, dtype):
-        return load_parts(streams, tag, dtype, warnings)
-
     # ---------------- API table + call tree
-    a = api_event.decode(parts(raw_api.FILE_TAG, raw_api.DTYPE), warnings)
+    a = kinds.get(raw_api.FILE_TAG)
     start = ticks.to_local_ns(a["start"])
     end = ticks.to_local_ns(a["end"])
     thread_codes, threads = pd.factorize(a["thread_id"], sort=True)
@@ -105,7 +105,8 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     model_of_api = np.where(a["level"] == LEVEL_MODEL, a["item_id"].astype(np.int64), INVALID_U32)
 
     # ---------------- task tracks
-    tt, flips = task_track.decode(parts(raw_task.FILE_TAG, raw_task.DTYPE), dicts)
+    track = kinds.get(raw_task.FILE_TAG)
+    tt, flips = track["tasks"], track["flips"]
     t_time = ticks.to_local_ns(tt["timestamp"])
     t_thread = _codes_in(threads, tt["thread_id"])
     own_rt, anc = tree.point_ancestors(LEVEL_RUNTIME, t_thread, t_time)
@@ -117,10 +118,9 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     model_api = anc[LEVEL_MODEL]
     acl_api = anc[LEVEL_ACL]
     hccl_api = anc[LEVEL_HCCL]
-    conn = np.where(node_api >= 0, a["connection_id"][np.maximum(node_api, 0)],
-                    np.where(acl_api >= 0, a["connection_id"][np.maximum(acl_api, 0)], -1))
-    model_id = np.where(model_api >= 0, model_of_api[np.maximum(model_api, 0)], INVALID_U32)
-    request_id = np.where(model_api >= 0, a["request_id"][np.maximum(model_api, 0)], -1)
+    conn = _at(a["connection_id"], node_api, _at(a["connection_id"], acl_api, -1))
+    model_id = _at(model_of_api, model_api, INVALID_U32)
+    request_id = _at(a["request_id"], model_api, -1)
     f_time = ticks.to_local_ns(flips["timestamp"])
     host_flips = frame({"device_id": flips["device_id"].astype(np.int64),
                                "stream_id": flips["stream_id"].astype(np.int64),
@@ -134,9 +134,10 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
                                  f_time, host_flips["flip_num"].to_numpy())
 
     # ---------------- node info attached to the Node-level launch API
-    node_info = _node_info(parts, dicts, ticks, tree, threads)
-    ctx = context_id_info.decode(parts(raw_ctx.FILE_TAG, raw_ctx.DTYPE), dicts)
-    ctx_api = tree.attach(LEVEL_NODE, _codes_in(threads, ctx["thread_id"]), ticks.to_local_ns(ctx["timestamp"]))
+    node_info = _node_info(kinds, ticks, tree, threads)
+    ctx_ids = kinds.get(raw_ctx.FILE_TAG)
+    ctx_api = tree.attach(LEVEL_NODE, _codes_in(threads, ctx_ids["thread_id"]),
+                          ticks.to_local_ns(ctx_ids["timestamp"]))
 
     host_type = tt["task_type"]
     n = len(t_time)
@@ -186,23 +187,27 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     tasks["task_type"] = cats.where(~missing, tt_cat, mapped)
     kernel_like = cats.label_mask(host_type, lambda c: c.startswith("KERNEL_") or c in ("FFTS_PLUS", "STARS_COMMON"))
     tasks["has_op_info"] = kernel_like & (has_node | (hccl_api >= 0))
-    tasks = _expand_contexts(tasks, host_type, ctx, ctx_api)
+    tasks = _expand_contexts(tasks, host_type, ctx_ids, ctx_api)
 
-    comm_ops, hccl_infos = _communication(parts, dicts, ticks, tree, threads, a, item, model_of_api)
-    mem = simple.memcpy_info(parts(raw_memcpy.FILE_TAG, raw_memcpy.DTYPE), dicts)
+    comm_ops, hccl_infos = _communication(kinds, ticks, tree, threads, a, item, model_of_api)
+    mem = kinds.get(raw_memcpy.FILE_TAG)
     mem_rt = tree.attach(LEVEL_RUNTIME, _codes_in(threads, mem["thread_id"]), ticks.to_local_ns(mem["timestamp"]))
     memcpy = frame({"runtime_api": mem_rt, "size_bytes": mem["data_size"], "direction": mem["direction"]})
-    fus = simple.fusion_op_info(parts(raw_fusion.FILE_TAG, raw_fusion.DTYPE), dicts)
+    fus = kinds.get(raw_fusion.FILE_TAG)
     f_model = tree.point_ancestors(LEVEL_NODE, _codes_in(threads, fus["thread_id"]),
                                    ticks.to_local_ns(fus["timestamp"]))[1][LEVEL_MODEL]
-    graph = simple.graph_id_map(parts(raw_graph.FILE_TAG, raw_graph.DTYPE), dicts)
+    graph = kinds.get(raw_graph.FILE_TAG)
     graph_ids = frame({k: graph[k] for k in ("model_name", "graph_id", "model_id")})
     fusion = frame({
-        "model_id": np.where(f_model >= 0, model_of_api[np.maximum(f_model, 0)], INVALID_U32).astype(np.int64),
+        "model_id": _at(model_of_api, f_model, INVALID_U32).astype(np.int64),
         "fusion_op": fus["op_name"], "original_ops": fus["original_ops"],
         **{f"memory_{k}_kb": fus[f"{k}_mem"] / 1024.0 for k in ("input", "output", "weight", "workspace", "total")},
     })
-    return HostData(api, tasks, host_flips, comm_ops, hccl_infos, memcpy, fusion, graph_ids, dicts)
+    core = {raw_api.FILE_TAG, raw_task.FILE_TAG, raw_node.FILE_TAG, raw_tensor.FILE_TAG, raw_ctx.FILE_TAG,
+            raw_hccl_op.FILE_TAG, raw_hccl_info.FILE_TAG, raw_memcpy.FILE_TAG, raw_fusion.FILE_TAG,
+            raw_graph.FILE_TAG, raw_expand.FILE_TAG}
+    return HostData(api, tasks, host_flips, comm_ops, hccl_infos, memcpy, fusion, graph_ids, dicts,
+                    expand_stream_spec.status(kinds.get(raw_expand.FILE_TAG)), kinds, kinds.extra_tables(core))
 
 
 @dataclass
@@ -219,10 +224,10 @@ class _Lookup:
         return np.where(ok, pos, -1)
 
 
-def _node_info(parts, dicts, ticks, tree: CallTree, threads) -> dict[str, _Lookup]:
-    nb = node_basic_info.decode(parts(raw_node.FILE_TAG, raw_node.DTYPE), dicts)
+def _node_info(kinds: KindReader, ticks, tree: CallTree, threads) -> dict[str, _Lookup]:
+    nb = kinds.get(raw_node.FILE_TAG)
     nb_api = tree.attach(LEVEL_NODE, _codes_in(threads, nb["thread_id"]), ticks.to_local_ns(nb["timestamp"]))
-    ti = tensor_info.decode(parts(raw_tensor.FILE_TAG, raw_tensor.DTYPE), dicts)
+    ti = kinds.get(raw_tensor.FILE_TAG)
     ti_api = tree.attach(LEVEL_NODE, _codes_in(threads, ti["thread_id"]), ticks.to_local_ns(ti["timestamp"]))
     out: dict[str, _Lookup] = {}
 
@@ -278,10 +283,10 @@ def _expand_contexts(tasks: pd.DataFrame, host_type: pd.Categorical, ctx: dict, 
     return out
 
 
-def _communication(parts, dicts, ticks, tree: CallTree, threads, a, item, model_of_api):
+def _communication(kinds: KindReader, ticks, tree: CallTree, threads, a, item, model_of_api):
     """HCCL-level APIs (big ops) with hccl_op_info of their Node launch, and hccl_info records."""
     hccl_idx = np.flatnonzero(a["level"] == LEVEL_HCCL)
-    op = simple.hccl_op_info(parts(raw_hccl_op.FILE_TAG, raw_hccl_op.DTYPE), dicts)
+    op = kinds.get(raw_hccl_op.FILE_TAG)
     op_node = tree.attach(LEVEL_NODE, _codes_in(threads, op["thread_id"]), ticks.to_local_ns(op["timestamp"]))
     node_anc = tree.ancestors[LEVEL_NODE][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
     model_anc = tree.ancestors[LEVEL_MODEL][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
@@ -289,11 +294,11 @@ def _communication(parts, dicts, ticks, tree: CallTree, threads, a, item, model_
                          "alg_type": op["alg_type"], "count": op["count"]}).drop_duplicates("node_api", keep="last")
     ops = frame({"hccl_api": hccl_idx, "node_api": node_anc,
                         "op_name": np.asarray(item, dtype=object)[hccl_idx],
-                        "model_id": np.where(model_anc >= 0, model_of_api[np.maximum(model_anc, 0)], INVALID_U32),
-                        "request_id": np.where(model_anc >= 0, a["request_id"][np.maximum(model_anc, 0)], -1),
+                        "model_id": _at(model_of_api, model_anc, INVALID_U32),
+                        "request_id": _at(a["request_id"], model_anc, -1),
                         "connection_id": a["connection_id"][hccl_idx]})
     ops = ops.merge(info, on="node_api", how="left")
-    hi = simple.hccl_info(parts(raw_hccl_info.FILE_TAG, raw_hccl_info.DTYPE), dicts)
+    hi = kinds.get(raw_hccl_info.FILE_TAG)
     hi_api = tree.attach(LEVEL_HCCL, _codes_in(threads, hi["thread_id"]), ticks.to_local_ns(hi["timestamp"]))
     infos = frame({"hccl_api": hi_api, "timestamp": ticks.to_local_ns(hi["timestamp"]),
                           **{k: v for k, v in hi.items() if k not in ("thread_id", "timestamp")}})
@@ -312,3 +317,11 @@ def _all_export(rd: ResultDir) -> bool:
         return int(rd.info.get("drvVersion", 0)) >= 467473
     except (TypeError, ValueError):
         return False
+
+
+def _at(values: np.ndarray, idx: np.ndarray, default) -> np.ndarray:
+    """``values[idx]`` where ``idx >= 0``, else ``default`` -- also when ``values`` is empty
+    (a stream with no records, e.g. a missing api_event slice) and every ``idx`` is -1."""
+    if not len(values):
+        return np.where(idx >= 0, default, default) if np.ndim(default) else np.full(len(idx), default)
+    return np.where(idx >= 0, values[np.maximum(idx, 0)], default)

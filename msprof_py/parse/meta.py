@@ -2,6 +2,11 @@
 
 All conversion is integer nanoseconds: a frequency in MHz is held as an exact fraction
 ``num/den`` (``"38.4"`` -> 192/5), so ``ticks * 1000 * den // num`` never goes through a float.
+
+Every metadata file is read once, here, and validated (:data:`INFO_KEYS`, :data:`START_KEYS`, ...):
+a value of the wrong type or out of range is dropped with a warning naming the file and the key
+(or, for what msprof cannot work without, a one-line DataError), so everything downstream may
+trust the types and know that times, counters and ids fit int64 arithmetic.
 """
 from __future__ import annotations
 
@@ -9,22 +14,68 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+import json
+
 import numpy as np
 import orjson
 
 from msprof_py.errors import DataError, WarningLog
+from msprof_py.parse.reader import read_bytes
 from msprof_py.raw import files as raw_files
 from msprof_py.raw.metadata import StartLog, parse_start_log
 
 HOST_DEFAULT_FREQ_MHZ = Fraction(1000)  # msprof: no valid CPU Frequency => counters are ns
+I64_MAX = 2**63 - 1
+US_MAX = I64_MAX // 1000  # a time in us whose ns value still fits int64
+MHZ_MAX = Fraction(100_000)  # 100 GHz: no counter or core is faster; 1e308 "MHz" is corruption
 
 
 def _mhz(value: object) -> Fraction | None:
+    """A frequency in MHz as an exact fraction; None unless it is a number in (0, 100000]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
     try:
         f = Fraction(str(value).strip()).limit_denominator(1_000_000)
-    except (ValueError, ZeroDivisionError):
+    except (ValueError, ZeroDivisionError, OverflowError):
         return None
-    return f if f > 0 else None
+    return f if 0 < f <= MHZ_MAX else None
+
+
+def _int_in(value: object, lo: int, hi: int) -> int | None:
+    """``value`` (an int or a decimal string of one) if it lies in [lo, hi], else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        v = value.strip()
+        if not v.lstrip("-").isdigit() or len(v) > 40:
+            return None
+        value = int(v)
+    if not isinstance(value, int):
+        return None
+    return value if lo <= value <= hi else None
+
+
+# key -> (check, what a valid value is); a check returns the typed value or None
+_Check = tuple
+INFO_KEYS: dict[str, _Check] = {
+    "pid": (lambda v: _int_in(v, 0, 2**32 - 1), "a process id (0 .. 2^32-1)"),
+    "rank_id": (lambda v: _int_in(v, -1, 2**31 - 1), "a rank id (-1 .. 2^31-1)"),
+    "drvVersion": (lambda v: _int_in(v, 0, I64_MAX), "a driver version number"),
+}
+DEVICE_INFO_KEYS: dict[str, _Check] = {
+    "hwts_frequency": (_mhz, "a frequency in MHz (0 .. 100000]"),
+    "ai_core_num": (lambda v: _int_in(v, 0, 65535), "a core count (0 .. 65535)"),
+    "aiv_num": (lambda v: _int_in(v, 0, 65535), "a core count (0 .. 65535)"),
+}
+CPU_KEYS: dict[str, _Check] = {"Frequency": (_mhz, "a frequency in MHz (0 .. 100000]")}
+START_KEYS: dict[str, _Check] = {  # both required: msprof cannot place anything in time without them
+    "collectionTimeBegin": (lambda v: _int_in(v, 0, US_MAX), "a time in us (0 .. 2^63/1000)"),
+    "clockMonotonicRaw": (lambda v: _int_in(v, 0, I64_MAX), "a time in ns (0 .. 2^63-1)"),
+}
+END_KEYS: dict[str, _Check] = {
+    "collectionTimeEnd": (lambda v: _int_in(v, 0, US_MAX), "a time in us (0 .. 2^63/1000)"),
+    "clockMonotonicRaw": (lambda v: _int_in(v, 0, I64_MAX), "a time in ns (0 .. 2^63-1)"),
+}
 
 
 @dataclass(frozen=True)
@@ -108,10 +159,8 @@ class ResultDir:
 
     @property
     def collection_end_ns(self) -> int:
-        try:
-            return int(self.end_info["collectionTimeEnd"]) * 1000
-        except (KeyError, ValueError, TypeError):
-            return -1
+        end = self.end_info.get("collectionTimeEnd")
+        return int(end) * 1000 if end is not None else -1
 
     def host_ticks(self) -> Ticks:
         """Host counter clock; with the default frequency counters are already monotonic ns."""
@@ -142,45 +191,130 @@ def _find(path: Path, kind: str) -> str | None:
     return names[0].name if names else None
 
 
-def _json(path: Path, kind: str, required: bool) -> dict:
+def _json(path: Path, kind: str, required: bool, warnings: WarningLog) -> dict:
     name = _find(path, kind)
     if name is None:
         if required:
             raise DataError(f"{path}: missing {kind.replace('_', ' ')} file "
                             f"({'info.json' if kind == 'info' else kind}); not a complete msprof result dir")
         return {}
+    file = path / name
+    text = read_meta(file)
     try:
-        data = orjson.loads((path / name).read_bytes())
-    except (orjson.JSONDecodeError, OSError) as err:
-        raise DataError(f"{path / name}: not valid JSON ({err})") from None
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as err:
+        raise DataError(f"{file}: not valid JSON ({err})") from None
     if not isinstance(data, dict):
-        raise DataError(f"{path / name}: expected a JSON object")
+        raise DataError(f"{file}: expected a JSON object")
+    dups = _duplicated_keys(text)
+    if dups:
+        warnings.warn(f"{file}: duplicated key(s) {', '.join(map(repr, dups[:5]))}; the last value of each is used")
     return data
+
+
+def read_meta(file: Path) -> bytes:
+    """Bytes of a metadata file (through the raw-file opener: any OS error is a DataError)."""
+    return read_bytes(file)
+
+
+def _duplicated_keys(text: bytes) -> list[str]:
+    """Keys that appear twice in one JSON object (orjson silently keeps the last)."""
+    dups: list[str] = []
+
+    def hook(pairs: list) -> dict:
+        seen = set()
+        for k, _ in pairs:
+            if k in seen and k not in dups:
+                dups.append(k)
+            seen.add(k)
+        return dict(pairs)
+
+    try:
+        json.loads(text, object_pairs_hook=hook)
+    except (ValueError, RecursionError):
+        pass
+    return dups
+
+
+def _checked(file: Path, data: dict, keys: dict[str, _Check], warnings: WarningLog, where: str = "") -> None:
+    """Replace each known key's value by its typed value, or drop it with a warning."""
+    for key, (check, what) in keys.items():
+        if key not in data or data[key] in ("", None):
+            continue  # absent / empty: msprof's "unknown"; the readers use their defaults
+        typed = check(data[key])
+        if typed is None:
+            warnings.warn(f"{file}: {where}{key} = {_show(data[key])} is not {what}; ignored")
+            del data[key]
+        elif not isinstance(typed, Fraction):
+            data[key] = typed
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _list_of_dicts(file: Path, data: dict, key: str, keys: dict[str, _Check], warnings: WarningLog) -> None:
+    if key not in data:
+        return
+    items = data[key]
+    if not isinstance(items, list) or not all(isinstance(d, dict) for d in items):
+        warnings.warn(f"{file}: {key} = {_show(items)} is not a list of objects; ignored")
+        del data[key]
+        return
+    for i, d in enumerate(items):
+        _checked(file, d, keys, warnings, f"{key}[{i}].")
+
+
+def _validate_info(path: Path, info: dict, warnings: WarningLog) -> None:
+    file = path / (_find(path, "info") or "info.json")
+    _checked(file, info, INFO_KEYS, warnings)
+    _list_of_dicts(file, info, "CPU", CPU_KEYS, warnings)
+    _list_of_dicts(file, info, "DeviceInfo", DEVICE_INFO_KEYS, warnings)
 
 
 def _start_log(path: Path, kind: str, warnings: WarningLog) -> StartLog | None:
     name = _find(path, kind)
     if name is None:
         return None
-    log = parse_start_log((path / name).read_text(errors="replace"))
+    file = path / name
+    log = parse_start_log(read_meta(file).decode("utf-8", errors="replace"))
     if log is None:
-        warnings.warn(f"{path / name}: no clock_monotonic_raw/cntvct values; file ignored")
+        warnings.warn(f"{file}: no clock_monotonic_raw/cntvct values; file ignored")
+        return None
+    bad = [(k, v) for k, v, lo in (("clock_monotonic_raw", log.clock_monotonic_raw_ns, 0), ("cntvct", log.cntvct, 0),
+                                   ("cntvct_diff", log.cntvct_diff, -I64_MAX))
+           if not lo <= v <= I64_MAX]
+    if bad:
+        warnings.warn(f"{file}: {bad[0][0]} = {_show(bad[0][1])} does not fit a 64-bit counter; file ignored")
+        return None
     return log
 
 
+def _fits_i64(value: int) -> bool:
+    return -I64_MAX <= value <= I64_MAX
+
+
 def load_result_dir(path: Path, warnings: WarningLog) -> ResultDir:
-    """Read the metadata of ``host/`` or ``device_N/``; raise DataError for what msprof needs."""
-    info = _json(path, "info", required=True)
-    start = _json(path, "start_info", required=True)
-    for key in ("collectionTimeBegin", "clockMonotonicRaw"):
-        try:
-            int(start.get(key, ""))
-        except (TypeError, ValueError):
-            raise DataError(f"{path / (_find(path, 'start_info') or 'start_info')}: "
-                            f"missing or invalid {key}") from None
-    rd = ResultDir(path, info, _json(path, "sample", required=False), start,
-                   _json(path, "end_info", required=False),
+    """Read and validate the metadata of ``host/`` or ``device_N/``; raise DataError for what
+    msprof needs (info.json, start_info with collectionTimeBegin and clockMonotonicRaw)."""
+    info = _json(path, "info", required=True, warnings=warnings)
+    start = _json(path, "start_info", required=True, warnings=warnings)
+    start_file = path / (_find(path, "start_info") or "start_info")
+    for key, (check, what) in START_KEYS.items():
+        typed = check(start.get(key))
+        if typed is None:
+            raise DataError(f"{start_file}: missing or invalid {key} ({_show(start.get(key))} is not {what})")
+        start[key] = typed
+    _validate_info(path, info, warnings)
+    end = _json(path, "end_info", required=False, warnings=warnings)
+    _checked(path / (_find(path, "end_info") or "end_info"), end, END_KEYS, warnings)
+    rd = ResultDir(path, info, _json(path, "sample", required=False, warnings=warnings), start, end,
                    _start_log(path, "host_start", warnings), _start_log(path, "dev_start", warnings))
+    if rd.host_start is not None and not _fits_i64(rd.host_monotonic_ns + rd.local_offset_ns):
+        warnings.warn(f"{path / (_find(path, 'host_start') or 'host_start.log')}: the clock sync point "
+                      "overflows 64-bit ns with this frequency; file ignored")
+        rd.host_start = None
     if not rd.end_info:
         warnings.warn(f"{path}: no end_info (collection was interrupted?); collection end unknown")
     if rd.host_start is None:

@@ -8,12 +8,13 @@ buffer (a single copy, no per-record Python) and viewed with the kind's dtype.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from msprof_py.errors import CorruptRecordError, WarningLog
+from msprof_py.errors import CorruptRecordError, DataError, WarningLog
 from msprof_py.raw import files as raw_files
 from msprof_py.raw.common import KNOWN_LEVELS, MAGIC, check_host_records
 
@@ -28,7 +29,52 @@ class Stream:
 
     @property
     def sizes(self) -> list[int]:
-        return [p.stat().st_size for p in self.paths]
+        return [file_size(p) for p in self.paths]
+
+
+# ---------------------------------------------------------------------- the one way to open raw files
+def file_size(path: Path) -> int:
+    """Size of a raw or metadata file.  Anything but a readable regular file (a directory, a
+    dangling symlink, a symlink loop, a FIFO that would block, no permission) is a one-line
+    DataError naming the path; the file is never opened for writing."""
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise DataError(f"{path}: not a regular file ({_kind(st.st_mode)})")
+    return st.st_size
+
+
+def read_bytes(path: Path) -> bytes:
+    """The whole file (small files: metadata, dictionaries), errors as :func:`file_size`."""
+    file_size(path)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as err:
+        raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
+
+
+def map_bytes(path: Path, size: int) -> np.ndarray:
+    """Read-only uint8 memory map of the first ``size`` bytes (``file_size`` checked it is a
+    regular file); a file shrunk since is a DataError, not a SIGBUS later."""
+    if size == 0:
+        return np.zeros(0, np.uint8)
+    try:
+        if os.stat(path).st_size < size:
+            raise DataError(f"{path}: file shrank while being read")
+        return np.memmap(path, dtype=np.uint8, mode="r", shape=(size,))
+    except (OSError, ValueError) as err:
+        raise DataError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err})") from None
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _sort_paths(entries: list[tuple[int, Path]]) -> list[Path]:
@@ -38,7 +84,7 @@ def _sort_paths(entries: list[tuple[int, Path]]) -> list[Path]:
 def discover_host(data_dir: Path) -> dict[tuple[str, bool], Stream]:
     """``{(tag, aging): Stream}`` for the host data dir (unknown names are ignored)."""
     groups: dict[tuple[str, bool], list[tuple[int, Path]]] = {}
-    for name in _list(data_dir):
+    for name in list_data(data_dir):
         m = raw_files.HOST_DATA_RE.match(name)
         if m:
             key = (m["tag"], m["age"] == "aging")
@@ -49,7 +95,7 @@ def discover_host(data_dir: Path) -> dict[tuple[str, bool], Stream]:
 def discover_device(data_dir: Path) -> dict[tuple[str, int], Stream]:
     """``{(tag, device_id): Stream}`` for a device data dir."""
     groups: dict[tuple[str, int], list[tuple[int, Path]]] = {}
-    for name in _list(data_dir):
+    for name in list_data(data_dir):
         m = raw_files.DEVICE_DATA_RE.match(name)
         if m:
             key = (m["tag"], int(m["dev"]))
@@ -57,7 +103,7 @@ def discover_device(data_dir: Path) -> dict[tuple[str, int], Stream]:
     return {k: Stream(k[0], None, _sort_paths(v)) for k, v in sorted(groups.items())}
 
 
-def _list(data_dir: Path) -> list[str]:
+def list_data(data_dir: Path) -> list[str]:
     try:
         return sorted(n for n in os.listdir(data_dir) if not n.endswith(raw_files.SKIP_SUFFIXES))
     except OSError:
@@ -130,12 +176,6 @@ class Decoded:
         return locate(self.stream, self.head + index * self.itemsize)
 
 
-def _map(path: Path, size: int) -> np.ndarray:
-    if size == 0:
-        return np.zeros(0, np.uint8)
-    return np.memmap(path, dtype=np.uint8, mode="r", shape=(size,))
-
-
 def read_records(stream: Stream, dtype: np.dtype, warnings: WarningLog, host: bool = True) -> Decoded:
     """Decode a stream with ``dtype`` (slices memory-mapped read-only, never written).
 
@@ -167,7 +207,7 @@ def read_records(stream: Stream, dtype: np.dtype, warnings: WarningLog, host: bo
     for path, fsize in zip(stream.paths, sizes):
         lo, hi = max(head, pos), min(end, pos + fsize)
         if hi > lo:
-            m = _map(path, fsize)
+            m = map_bytes(path, fsize)
             a = lo - pos
             if carry:
                 need = size - len(carry)

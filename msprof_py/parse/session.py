@@ -17,6 +17,7 @@ from msprof_py.raw.common import INVALID_U32
 from msprof_py.raw.files import FILTER_DIRS, HOST_DIR
 
 DEVICE_DIR_RE = re.compile(r"^device_(\d+)$")
+MAX_DEVICE_ID = 65535  # real ids are < 64 (64 is msprof's host id); anything huge is a renamed dir
 TABLES = ("api", "tasks", "steps", "all_reduce", "communication", "comm_tasks", "fusion_ops", "memcpy", "devices")
 
 
@@ -197,6 +198,9 @@ def result_dirs(prof: Path, warnings: WarningLog) -> tuple[ResultDir | None, lis
         if c.name == HOST_DIR:
             host = load_result_dir(c, warnings)
         elif DEVICE_DIR_RE.match(c.name):
+            if len(c.name) > 12 or int(c.name[7:]) > MAX_DEVICE_ID:  # the id must fit the tables' int64
+                warnings.warn(f"{c}: device id {c.name[7:]} is out of range (0 .. {MAX_DEVICE_ID}); dir ignored")
+                continue
             devices.append(load_result_dir(c, warnings))
     if host is None:
         warnings.warn(f"{prof}: no host/ dir: device tasks cannot be joined to their launches "

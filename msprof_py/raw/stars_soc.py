@@ -57,15 +57,34 @@ def sqe_type(word0: np.ndarray) -> np.ndarray:
     return word0 >> 10
 
 
-def physical_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Decode (stream id, task id) as msprof does with expandStatus 0 (see stars_common.h rules).
+PLACE_HOLDER_SQE = 3
+EVENT_RECORD_SQE = 4
 
+
+def physical_ids(stream_raw: np.ndarray, task_raw: np.ndarray, expand_status: int = 0,
+                 sqe: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Decode (stream id, task id) of STARS logs as msprof does (stars_common.h GetStreamId /
+    GetTaskId), for ACSQ and FFTS+ logs alike.
+
+    ``expand_status`` 0 (no stream expansion):
     bit 12 of the raw stream id set: stream = raw % 2048, task = (task & 0x1FFF) | (stream & 0xE000);
     else bit 13 set: stream = task & 0x0FFF, task = (stream & 0x0FFF) | (task & 0xF000);
     else stream = raw % 2048, task = raw task.
+
+    ``expand_status`` 1 (host ``compact.expand_stream_spec``, 15-bit stream ids): PLACE_HOLDER /
+    EVENT_RECORD SQEs: stream = raw & 0x7FFF, task = raw task; else bit 15 of the raw stream id
+    set: the two ids are swapped -- stream = task & 0x7FFF, task = (task & 0x8000) | (stream &
+    0x7FFF) (raw 32769 / 46 is stream 46, task 1); else stream = raw & 0x7FFF, task = raw task.
     """
     s = np.asarray(stream_raw, np.uint16)
     t = np.asarray(task_raw, np.uint16)
+    if expand_status == 1:
+        plain = np.isin(np.asarray(sqe), [PLACE_HOLDER_SQE, EVENT_RECORD_SQE]) if sqe is not None \
+            else np.zeros(len(s), bool)
+        swap = ~plain & ((s & 0x8000) != 0)
+        stream = np.where(swap, t & 0x7FFF, s & 0x7FFF)
+        task = np.where(swap, (t & 0x8000) | (s & 0x7FFF), t)
+        return stream.astype(np.uint16), task.astype(np.uint16)
     b12 = (s & 0x1000) != 0
     b13 = ~b12 & ((s & 0x2000) != 0)
     stream = np.where(b13, t & 0x0FFF, s) % 2048

@@ -32,6 +32,15 @@ class SimClock:
     device_syscnt_start: int  # every device's syscnt at sim_ns == 0
     host_freq_mhz: float
     hwts_freq_mhz: float
+    # a node's oscillator running fast/slow against true time (cluster runs): every counter and the
+    # monotonic clock advance by (1 + drift_ppm / 1e6) ns per simulator ns
+    drift_ppm: float = 0.0
+
+    def _drifted(self, sim_ns: np.ndarray | int) -> np.ndarray:
+        ns = np.asarray(sim_ns, dtype=np.int64)
+        if not self.drift_ppm:
+            return ns
+        return np.rint(ns * (1.0 + self.drift_ppm * 1e-6)).astype(np.int64)
 
     @classmethod
     def create(cls, host_freq_mhz: float, hwts_freq_mhz: float, fixed: bool) -> "SimClock":
@@ -45,17 +54,17 @@ class SimClock:
 
     def host_cnt(self, sim_ns: np.ndarray | int) -> np.ndarray:
         """Host counter values (uint64) for simulator times in ns."""
-        ns = np.asarray(sim_ns, dtype=np.int64)
+        ns = self._drifted(sim_ns)
         return (self.host_cntvct_start + (ns * self.host_freq_mhz) // 1000).astype(np.uint64)
 
     def syscnt(self, sim_ns: np.ndarray | int) -> np.ndarray:
         """Device syscnt values (uint64) for simulator times in ns (floor to a tick)."""
-        ns = np.asarray(sim_ns, dtype=np.int64)
+        ns = self._drifted(sim_ns)
         return (self.device_syscnt_start + (ns * self.hwts_freq_mhz) // 1000).astype(np.uint64)
 
     def monotonic_ns(self, sim_ns: np.ndarray | int) -> np.ndarray:
-        return np.asarray(sim_ns, dtype=np.int64) + self.monotonic_start_ns
+        return self._drifted(sim_ns) + self.monotonic_start_ns
 
     def local_ns(self, sim_ns: np.ndarray | int) -> np.ndarray:
         """Wall-clock ns, what msprof shows after its conversion."""
-        return np.asarray(sim_ns, dtype=np.int64) + self.wall_start_us * 1000
+        return self._drifted(sim_ns) + self.wall_start_us * 1000

@@ -29,6 +29,9 @@ class DeviceSpec:
     task_schedule_gap_us: float  # device gap between consecutive tasks on one stream
     host_launch_us: float  # host CPU time of one rtKernelLaunch
     memory_gb: int
+    # inter-node links of a cluster (msprof_py.runtime.cluster): one 200 Gbit/s RoCE port per NPU
+    roce_bandwidth_gbps: float = 25.0  # GB/s per port, each direction
+    roce_latency_us: float = 15.0  # per ring step over the network
 
 
 ATLAS_A2 = DeviceSpec(

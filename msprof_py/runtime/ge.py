@@ -20,6 +20,8 @@ task (aging records) every iteration.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from msprof_py.raw import (api_event, context_id_info, fusion_op_info, graph_id_map, memcpy_info,
@@ -154,17 +156,19 @@ def _split_dynamic(ops: list[Op]) -> tuple[list[Op], list[Op], list[Op]]:
 
 def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: int, spec: DeviceSpec,
                  tuning: dict[str, TuneChoice] | None, names: Names, *, model_id: int | None = None,
-                 user_stream: int = USER_STREAM, first_model_stream: int = FIRST_MODEL_STREAM
-                 ) -> tuple[Program, list, int]:
+                 user_stream: int = USER_STREAM, first_model_stream: int = FIRST_MODEL_STREAM,
+                 plan_comm: Callable[[list[Op]], "Plan"] | None = None) -> tuple[Program, list, int]:
     """The static-model program for one device, its load-time host records and the load end (ns).
 
     ``model_id`` defaults to ``1 + device_id``; model streams are numbered from ``first_model_stream``.
+    ``plan_comm`` (cluster runs, :mod:`msprof_py.runtime.cluster`): builds the model's node plan with
+    its collectives from the body ops, instead of the data-parallel gradient all-reduce.
     """
     graph = wl.graph
     model_id = 1 + device_id if model_id is None else model_id
     head, body, tail = _split_dynamic(graph.ops)
     costs = dict(zip(map(id, graph.ops), _costs(graph.ops, spec, tuning)))
-    plan = _model_plan(wl, body, devices, device_id, spec)
+    plan = plan_comm(body) if plan_comm is not None else model_plan(wl, body, devices, device_id, spec)
 
     load = _Host(names, thread, device_id)
     model_tasks, t = _load_model(load, plan, costs, t0 + 3 * apis.US, first_model_stream,
@@ -191,9 +195,13 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
 Plan = list[tuple[str, object, object]]  # (kind "op"/"hccl", Op or AllReduce, logical stream)
 
 
-def _model_plan(wl: Workload, body: list[Op], devices: int, device_id: int, spec: DeviceSpec) -> Plan:
+def model_plan(wl: Workload, body: list[Op], devices: int, device_id: int, spec: DeviceSpec,
+                make_allreduce: Callable[[int, int], "hccl.AllReduce"] | None = None) -> Plan:
     """The model's nodes in launch order, with the all-reduce segments of a data-parallel training
-    graph inserted after the backward ops that complete their gradients."""
+    graph inserted after the backward ops that complete their gradients.
+
+    ``make_allreduce(nbytes, segment)`` builds a segment's collective (cluster runs: over the
+    data-parallel group, hierarchical across nodes); default: a ring over the run's devices."""
     plan: Plan = [("op", op, op.stream) for op in body]
     if not (wl.training and devices > 1 and body):
         return plan
@@ -204,7 +212,8 @@ def _model_plan(wl: Workload, body: list[Op], devices: int, device_id: int, spec
     grads = [sum(t.nbytes for t in body[i].outputs if (t.shape, t.dtype) in weight_shapes) for i in bp_at]
     segments = hccl.gradient_segments(grads, sum(w.nbytes for w in graph.weights))
     for n_seg, (k, nbytes) in reversed(list(enumerate(segments))):
-        ar = hccl.AllReduce.for_graph(graph, devices, device_id, spec, nbytes, n_seg)
+        ar = (make_allreduce(nbytes, n_seg) if make_allreduce is not None
+              else hccl.AllReduce.for_graph(graph, devices, device_id, spec, nbytes, n_seg))
         plan.insert(bp_at[k] + 1, ("hccl", ar, "comm"))
     for j, (kind, item, _) in enumerate(plan):
         if kind == "hccl":
@@ -309,7 +318,8 @@ def _execution(graph, head: list[Op], tail: list[Op], plan: Plan, model_tasks: l
                          context_id=_context(cost))
         elif kind == "hccl":
             i = tmpl.add(stream=s, fresh=False, dur_ns=item.dur_ns, submit_ns=submit, info=item.info, task_id=tid,
-                         model_task=True, phase=f"allreduce{hccl_rank[j]}", deps=deps, barrier=item.barrier)
+                         model_task=True, phase=f"allreduce{hccl_rank[j]}", deps=deps, barrier=item.barrier,
+                         group=item.group)
         else:  # EVENT_RECORD after the producer / EVENT_WAIT for a producer's record
             if kind == "EVENT_WAIT":
                 deps.append(record_task[item])

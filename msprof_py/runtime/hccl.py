@@ -29,7 +29,9 @@ GROUP = "hccl_world_group"
 ALG = "RING"
 DATA_TYPE_FP16 = 3
 LINK_HCCS = 1
+LINK_ROCE = 3
 TRANSPORT_SDMA = 0
+TRANSPORT_RDMA = 1
 NOTIFY_RECORD_NS = 600
 NOTIFY_WAIT_BASE_NS = 1000
 SDMA_SETUP_NS = 1500
@@ -53,6 +55,9 @@ class SubTask:
     remote_rank: int
     data_size: int
     info: TaskInfo
+    link_type: int = LINK_HCCS
+    transport_type: int = TRANSPORT_SDMA
+    group: tuple[int, ...] | None = None  # barrier members (global ranks); None = every device of the run
 
 
 @dataclass
@@ -63,6 +68,9 @@ class AllReduce:
     rank: int
     subtasks: list[SubTask]
     after: int = -1  # GE plan index of the backward op whose gradient completes this segment
+    group_name: str = GROUP
+    alg: str = ALG
+    op_type: str = "HcomAllReduce"
 
 
     @classmethod
@@ -104,7 +112,7 @@ class AllReduce:
         n = host.n
         thread = host.thread
         name_h = n.h(self.op_name)
-        group_h = n.h(GROUP)
+        group_h = n.h(self.group_name)
         per_sub = 5 * apis.US
         api_begin = t + 2 * apis.US
         api_end = api_begin + per_sub * len(self.subtasks) + apis.US
@@ -112,9 +120,9 @@ class AllReduce:
         host.add(api_event.FILE_TAG, True, records.api(LEVEL_NODE, n.node(NODE_LAUNCH), thread, t, end, name_h))
         ti = t + apis.NODE_INFO_AT_NS
         host.add(node_basic_info.FILE_TAG, False, records.node_basic(
-            thread, ti, name_h, GE_TASK_TYPE_IDS["HCCL"], n.h("HcomAllReduce"), 0, 0, 0))
+            thread, ti, name_h, GE_TASK_TYPE_IDS["HCCL"], n.h(self.op_type), 0, 0, 0))
         n.node(NODE_HCCL_OP_INFO)
-        host.add(hccl_op_info.FILE_TAG, False, records.hccl_op(thread, ti, DATA_TYPE_FP16, n.h(ALG), self.count,
+        host.add(hccl_op_info.FILE_TAG, False, records.hccl_op(thread, ti, DATA_TYPE_FP16, n.h(self.alg), self.count,
                                                                group_h))
         n.t(LEVEL_HCCL, HCCL_MASTER, "master")
         host.add(api_event.FILE_TAG, True, records.api(LEVEL_HCCL, HCCL_MASTER, thread, api_begin, api_end, name_h))
@@ -127,7 +135,7 @@ class AllReduce:
                 role=1 if sub.kind in ("Notify_Record", "Memcpy", "Reduce_Inline") else 0,
                 duration_estimated=sub.dur_ns / 1000.0, src_addr=0x124000000000 + sub.index * 0x100000,
                 dst_addr=0x125000000000 + sub.index * 0x100000, data_size=sub.data_size,
-                op_type=0, data_type=DATA_TYPE_FP16, link_type=LINK_HCCS, transport_type=TRANSPORT_SDMA,
+                op_type=0, data_type=DATA_TYPE_FP16, link_type=sub.link_type, transport_type=sub.transport_type,
                 rdma_type=0))
             rt_api, host_type, _ = KINDS[sub.kind]
             rt0 = ts + 200

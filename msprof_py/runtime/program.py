@@ -55,10 +55,11 @@ class Template:
     phase: list[str] = field(default_factory=list)
     deps: dict[int, list[int]] = field(default_factory=dict)
     barriers: set[int] = field(default_factory=set)
+    barrier_group: dict[int, tuple[int, ...]] = field(default_factory=dict)  # barrier -> member ranks
 
     def add(self, *, stream: int, fresh: bool, dur_ns: float, submit_ns: int, info: TaskInfo, task_id: int = -1,
             batch_id: int = 0, context_id: int = INVALID_U32, model_task: bool = False, phase: str = "",
-            deps: list[int] | None = None, barrier: bool = False) -> int:
+            deps: list[int] | None = None, barrier: bool = False, group: tuple[int, ...] | None = None) -> int:
         i = len(self.stream)
         self.stream.append(stream)
         self.fresh.append(fresh)
@@ -74,6 +75,8 @@ class Template:
             self.deps[i] = sorted(set(deps))
         if barrier:
             self.barriers.add(i)
+            if group is not None:
+                self.barrier_group[i] = group
         return i
 
     def __len__(self) -> int:

@@ -49,11 +49,15 @@ def plan_segments(stream: np.ndarray, deps: dict[int, list[int]], barriers: set[
 
 
 def schedule(submit: np.ndarray, dur: np.ndarray, segments: list[Segment], gap_ns: int,
-             stream_free: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+             stream_free: dict[int, np.ndarray] | None = None,
+             barrier_groups: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Start and end times (int64 ns, shape ``(R, T)``) for submit times and durations ``(R, T)``.
 
     Args:
         stream_free: optional earliest start per stream (``(R,)`` arrays); streams absent are idle.
+        barrier_groups: template index of a barrier -> ``(R,)`` group number of every row; the
+            barrier then waits only for the rows of the same group (a communicator's members).
+            Barriers absent here wait for every row.
     """
     rows, _ = submit.shape
     start = np.empty_like(submit)
@@ -70,7 +74,13 @@ def schedule(submit: np.ndarray, dur: np.ndarray, segments: list[Segment], gap_n
         d_seg = dur[:, lo:hi]
         if seg.barrier:
             start[:, lo] = first
-            end[:, lo] = first.max() + d_seg[:, 0]
+            groups = None if barrier_groups is None else barrier_groups.get(lo)
+            if groups is None:
+                end[:, lo] = first.max() + d_seg[:, 0]
+            else:
+                arrived = np.full(int(groups.max()) + 1, NEG, np.int64)
+                np.maximum.at(arrived, groups, first)
+                end[:, lo] = arrived[groups] + d_seg[:, 0]
         else:
             step = d_seg + gap_ns
             cprev = np.zeros_like(step)
@@ -83,7 +93,8 @@ def schedule(submit: np.ndarray, dur: np.ndarray, segments: list[Segment], gap_n
 
 
 def naive_schedule(submit: np.ndarray, dur: np.ndarray, stream: np.ndarray, deps: dict[int, list[int]],
-                   barriers: set[int], gap_ns: int) -> tuple[np.ndarray, np.ndarray]:
+                   barriers: set[int], gap_ns: int, barrier_groups: dict[int, np.ndarray] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """The same model, one task at a time (the reference the vectorised version is tested against)."""
     rows, n = submit.shape
     start = np.zeros_like(submit)
@@ -98,7 +109,10 @@ def naive_schedule(submit: np.ndarray, dur: np.ndarray, stream: np.ndarray, deps
                 t = max(t, end[r, d])
             start[r, i] = t
         if i in barriers:
-            end[:, i] = start[:, i].max() + dur[:, i]
+            groups = (barrier_groups or {}).get(i)
+            for r in range(rows):
+                peers = [q for q in range(rows) if groups is None or groups[q] == groups[r]]
+                end[r, i] = max(start[q, i] for q in peers) + dur[r, i]
         else:
             end[:, i] = start[:, i] + dur[:, i]
     return start, end

@@ -36,7 +36,7 @@ HOST_SPEED_SIGMA = 0.03  # per-iteration host speed: all of an iteration's host 
 SET_DEVICE_NS = 1_200_000  # aclrtSetDevice opens the device: ~1.2 ms
 DEVICE_STAGGER_NS = 37_000  # device threads start slightly apart
 
-__all__ = ["SimResult", "run", "resolve", "pid_for_seed", "TRUTH_COLUMNS", "STEP_COLUMNS"]
+__all__ = ["SimResult", "run", "resolve", "pid_for_seed", "timeline", "TRUTH_COLUMNS", "STEP_COLUMNS"]
 
 
 @dataclass
@@ -93,14 +93,20 @@ def pid_for_seed(seed: int) -> int:
 
 class _Run:
     def __init__(self, wl: Workload, devices: int, iterations: int, seed: int, hooks: ProfilerHooks,
-                 clock: SimClock, spec: DeviceSpec, tuning: dict[str, TuneChoice] | None, task_id_start: int) -> None:
+                 clock: SimClock, spec: DeviceSpec, tuning: dict[str, TuneChoice] | None, task_id_start: int,
+                 *, device_ids: list[int] | None = None, pid: int | None = None,
+                 plan_comm=None, model_id: int | None = None) -> None:
+        """``device_ids`` (default ``0..devices-1``), ``pid``, ``plan_comm`` and ``model_id``: one
+        rank of a cluster job (:mod:`msprof_py.runtime.cluster`), which drives the pieces itself."""
         self.wl, self.D, self.K, self.seed = wl, devices, iterations, seed
         self.hooks, self.clock, self.spec, self.tuning = hooks, clock, spec, tuning
         self.on = bool(hooks.enabled)
         self.names = Names(hooks)
-        self.pid = pid_for_seed(seed)
+        self.pid = pid_for_seed(seed) if pid is None else pid
+        self.dev = list(range(devices)) if device_ids is None else list(device_ids)
         self.threads = [self.pid + 1 + d for d in range(devices)]
-        self.em = Emitter(hooks, clock, self.names, dict(enumerate(self.threads)), task_id_start)
+        self.plan_comm, self.model_id = plan_comm, model_id
+        self.em = Emitter(hooks, clock, self.names, dict(zip(self.dev, self.threads)), task_id_start)
         self.rng = np.random.default_rng(seed)
 
     # ------------------------------------------------------------------ setup
@@ -108,19 +114,25 @@ class _Run:
         if self.on:
             self.names.register_record_types()
         progs, ready = self._setup()
-        start, end, h0, sync_end, speed, H = self._timeline(progs, ready)
+        return self.emit(progs, self._timeline(progs, ready), fp_point, bp_point)
+
+    def emit(self, progs: list[Program], tl: tuple, fp_point: str | None = None, bp_point: str | None = None
+             ) -> SimResult:
+        """Records and truth of scheduled iterations (``tl`` from :func:`timeline`, rows = this run's devices)."""
+        start, end, h0, sync_end, speed, H = tl
         for d, prog in enumerate(progs):
-            self.em.block(d, prog, start[d], end[d], h0[d], speed[d], fp_point, bp_point)
-            self.em.sync(d, h0[d] + H[d], sync_end[d])
+            dev = self.dev[d]
+            self.em.block(dev, prog, start[d], end[d], h0[d], speed[d], fp_point, bp_point)
+            self.em.sync(dev, h0[d] + H[d], sync_end[d])
         end_ns = self._teardown(progs, sync_end)
         truth, steps = self.em.finish()
-        return SimResult(self.spec, self.clock, list(range(self.D)), self.pid, "python3", int(end_ns), truth, steps)
+        return SimResult(self.spec, self.clock, list(self.dev), self.pid, "python3", int(end_ns), truth, steps)
 
     def _acl(self, d: int, name: str, begin: int, end: int) -> None:
-        self.em.acl(d, name, begin, end)
+        self.em.acl(self.dev[d], name, begin, end)
 
     def _rt(self, d: int, name: str, begin: int, end: int) -> None:
-        self.em.rt(d, name, begin, end)
+        self.em.rt(self.dev[d], name, begin, end)
 
     def _setup(self) -> tuple[list[Program], np.ndarray]:
         """aclInit / aclrtSetDevice / aclrtCreateStream (/ aclmdlLoadFromFile) per device thread."""
@@ -136,12 +148,13 @@ class _Run:
             self._rt(d, "StreamCreate", t + apis.US, t + 19 * apis.US)
             t += 30 * apis.US
             if self.wl.mode == "static":
-                prog, load_recs, t = ge.build_static(self.wl, d, self.D, self.threads[d], t, self.spec, self.tuning,
-                                                     self.names)
+                prog, load_recs, t = ge.build_static(self.wl, self.dev[d], self.D, self.threads[d], t, self.spec,
+                                                     self.tuning, self.names, model_id=self.model_id,
+                                                     plan_comm=self.plan_comm)
                 for tag, aging, recs in load_recs:
                     self.em.add(tag, aging, recs)
             else:
-                prog = ge.build_single_op(self.wl, d, self.threads[d], self.spec, self.tuning, self.names)
+                prog = ge.build_single_op(self.wl, self.dev[d], self.threads[d], self.spec, self.tuning, self.names)
             progs.append(prog)
             ready[d] = t + 50 * apis.US
         return progs, ready
@@ -162,42 +175,58 @@ class _Run:
 
     # ------------------------------------------------------------------ device timeline
     def _timeline(self, progs: list[Program], ready: np.ndarray):
-        """Start/end of every task ``(D, K, T)``, host iteration starts ``h0 (D, K)``, sync ends, the
-        host speed factors ``(D, K)`` and the launch ends ``(D, K)`` (offsets from ``h0``)."""
-        tm = progs[0].tasks
-        T, K, D = len(tm), self.K, self.D
-        for p in progs[1:]:
-            if len(p.tasks) != T or p.tasks.stream != tm.stream:
-                raise AssertionError("data-parallel programs differ in structure")
-        segs = plan_segments(np.array(tm.stream), tm.deps, tm.barriers)
-        gap = int(self.spec.task_schedule_gap_us * 1000)
-        base = np.array([p.tasks.dur_ns for p in progs], dtype=np.float64)  # (D, T)
-        jit = self.rng.lognormal(0.0, JITTER_SIGMA, size=(D, K, T))
-        dur = np.maximum(1, np.rint(base[:, None, :] * jit)).astype(np.int64)
-        del jit
-        step_gap = (self.wl.step_gap_us * 1000 * self.rng.lognormal(0.0, STEP_GAP_SIGMA, size=(D, K))).astype(np.int64)
-        speed = self.rng.lognormal(0.0, HOST_SPEED_SIGMA, size=(D, K))
-        # host offsets of an iteration scale together (order and nesting are kept)
-        submit = np.rint(np.array(tm.submit_ns, dtype=np.float64)[None, None, :] * speed[:, :, None]).astype(np.int64)
-        H = np.rint(np.array([p.launch_end_ns for p in progs], dtype=np.float64)[:, None] * speed).astype(np.int64)
-        start = np.empty((D, K, T), np.int64)
-        end = np.empty((D, K, T), np.int64)
-        h0 = np.empty((D, K), np.int64)
-        sync_end = np.empty((D, K), np.int64)
-        if D == 1 or not tm.barriers:
-            for d in range(D):  # rows = iterations, times relative to each iteration's h0
-                st, en = schedule(submit[d], dur[d], segs, gap)
-                length = np.maximum(H[d], en.max(axis=1)) + apis.SYNC_RETURN_NS
-                h0[d] = ready[d] + np.concatenate(([0], np.cumsum(length + step_gap[d])[:-1]))
-                start[d] = st + h0[d][:, None]
-                end[d] = en + h0[d][:, None]
-                sync_end[d] = h0[d] + length
-        else:
-            h = ready.copy()
-            for k in range(K):  # rows = devices, absolute times (the barriers couple them)
-                st, en = schedule(h[:, None] + submit[:, k, :], dur[:, k, :], segs, gap)
-                start[:, k], end[:, k] = st, en
-                h0[:, k] = h
-                sync_end[:, k] = np.maximum(h + H[:, k], en.max(axis=1)) + apis.SYNC_RETURN_NS
-                h = sync_end[:, k] + step_gap[:, k]
-        return start, end, h0, sync_end, speed, H
+        return timeline(progs, ready, self.K, self.rng, self.spec, self.wl.step_gap_us)
+
+
+def timeline(progs: list[Program], ready: np.ndarray, K: int, rng: np.random.Generator, spec: DeviceSpec,
+             step_gap_us: float, barrier_groups: dict[int, np.ndarray] | None = None,
+             dur_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None):
+    """Start/end of every task ``(D, K, T)``, host iteration starts ``h0 (D, K)``, sync ends, the
+    host speed factors ``(D, K)`` and the launch ends ``(D, K)`` (offsets from ``h0``).
+
+    Cluster runs (:mod:`msprof_py.runtime.cluster`) pass ``barrier_groups`` (template index ->
+    ``(D,)`` communicator number per device), ``dur_scale`` ``(D, T)`` (injected slow ranks) and
+    ``gap_scale`` ``(D,)`` (host work between iterations, injected straggler hosts).
+    """
+    tm = progs[0].tasks
+    T, D = len(tm), len(progs)
+    for p in progs[1:]:
+        if len(p.tasks) != T or p.tasks.stream != tm.stream:
+            raise AssertionError("data-parallel programs differ in structure")
+    segs = plan_segments(np.array(tm.stream), tm.deps, tm.barriers)
+    gap = int(spec.task_schedule_gap_us * 1000)
+    base = np.array([p.tasks.dur_ns for p in progs], dtype=np.float64)  # (D, T)
+    if dur_scale is not None:
+        base = base * dur_scale
+    jit = rng.lognormal(0.0, JITTER_SIGMA, size=(D, K, T))
+    dur = np.maximum(1, np.rint(base[:, None, :] * jit)).astype(np.int64)
+    del jit
+    step_gap = step_gap_us * 1000 * rng.lognormal(0.0, STEP_GAP_SIGMA, size=(D, K))
+    if gap_scale is not None:
+        step_gap = step_gap * np.asarray(gap_scale, np.float64)[:, None]
+    step_gap = step_gap.astype(np.int64)
+    speed = rng.lognormal(0.0, HOST_SPEED_SIGMA, size=(D, K))
+    # host offsets of an iteration scale together (order and nesting are kept)
+    submit = np.rint(np.array(tm.submit_ns, dtype=np.float64)[None, None, :] * speed[:, :, None]).astype(np.int64)
+    H = np.rint(np.array([p.launch_end_ns for p in progs], dtype=np.float64)[:, None] * speed).astype(np.int64)
+    start = np.empty((D, K, T), np.int64)
+    end = np.empty((D, K, T), np.int64)
+    h0 = np.empty((D, K), np.int64)
+    sync_end = np.empty((D, K), np.int64)
+    if D == 1 or not tm.barriers:
+        for d in range(D):  # rows = iterations, times relative to each iteration's h0
+            st, en = schedule(submit[d], dur[d], segs, gap)
+            length = np.maximum(H[d], en.max(axis=1)) + apis.SYNC_RETURN_NS
+            h0[d] = ready[d] + np.concatenate(([0], np.cumsum(length + step_gap[d])[:-1]))
+            start[d] = st + h0[d][:, None]
+            end[d] = en + h0[d][:, None]
+            sync_end[d] = h0[d] + length
+    else:
+        h = ready.copy()
+        for k in range(K):  # rows = devices, absolute times (the barriers couple them)
+            st, en = schedule(h[:, None] + submit[:, k, :], dur[:, k, :], segs, gap, barrier_groups=barrier_groups)
+            start[:, k], end[:, k] = st, en
+            h0[:, k] = h
+            sync_end[:, k] = np.maximum(h + H[:, k], en.max(axis=1)) + apis.SYNC_RETURN_NS
+            h = sync_end[:, k] + step_gap[:, k]
+    return start, end, h0, sync_end, speed, H

@@ -52,3 +52,17 @@ def test_fifo_and_dependencies_hold(t) -> None:
             assert (start[:, i] >= end[:, d]).all()
     for b in barriers:  # a barrier ends together on every row (the last arrival + its own duration)
         assert (end[:, b] == start[:, b].max() + dur[:, b]).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(templates(), st.data())
+def test_grouped_barriers_equal_the_naive_ones(t, data) -> None:
+    """Barriers over communicators (a group number per row) wait only for their own group."""
+    stream, deps, barriers, submit, dur, gap = t
+    rows = submit.shape[0]
+    groups = {b: np.array(data.draw(st.lists(st.integers(0, 2), min_size=rows, max_size=rows)), np.int64)
+              for b in barriers}
+    got = schedule(submit, dur, plan_segments(stream, deps, barriers), gap, barrier_groups=groups)
+    want = naive_schedule(submit, dur, stream, deps, barriers, gap, barrier_groups=groups)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

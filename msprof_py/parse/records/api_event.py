@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from msprof_py.errors import WarningLog
-from msprof_py.parse.records.host_common import HostParts
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw import api_event
 from msprof_py.raw.common import EVENT_FLAG
 
 
-def decode(parts: HostParts, warnings: WarningLog) -> dict[str, np.ndarray]:
+def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     """Columns (raw host counters, not yet converted): level, type, thread_id, item_id,
     start, end, request_id (-1 for APIs), connection_id, is_event."""
+    warnings = ctx.warnings
     n = len(parts)
     level = parts.col("level", np.uint16)
     typ = parts.col("type", np.uint32)

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from msprof_py.parse.records.dictionaries import Dictionaries
-from msprof_py.parse.records.host_common import HostParts
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw.context_id_info import MAX_CTX_IDS
 
 
-def decode(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
+def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     """Per record: thread_id, timestamp, op_name; plus ``ctx_record`` / ``ctx_id`` pairs."""
     num = np.minimum(parts.col("ctx_id_num", np.uint32), MAX_CTX_IDS)
     ids = parts.col("ctx_ids")
@@ -20,7 +19,7 @@ def decode(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
     return {
         "thread_id": parts.col("thread_id", np.uint32),
         "timestamp": parts.col("timestamp", np.uint64),
-        "op_name": dicts.resolve_hash(parts.col("op_name", np.uint64)),
+        "op_name": ctx.dicts.resolve_hash(parts.col("op_name", np.uint64)),
         "ctx_record": rec.astype(np.int64),
         "ctx_id": ids[rec, slot].astype(np.int64) if len(rec) else np.zeros(0, np.int64),
     }

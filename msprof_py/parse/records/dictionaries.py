@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
-from msprof_py.parse.reader import Stream
+from msprof_py.parse.reader import read_bytes
 from msprof_py.raw import hash_dic
 
 
@@ -21,22 +21,19 @@ class Dictionaries:
     hashes: dict[int, str] = field(default_factory=dict)
     types: dict[tuple[int, int], str] = field(default_factory=dict)
 
-    @classmethod
-    def load(cls, hash_streams: list[Stream], type_streams: list[Stream], warnings: WarningLog) -> "Dictionaries":
-        out = cls()
-        for stream in hash_streams:
-            for path in stream.paths:
-                mapping, bad = hash_dic.parse_hash_dic(_text(path))
-                out.hashes.update(mapping)
-                if bad:
-                    warnings.warn(f"{path}: {len(bad)} malformed hash_dic line(s) ignored (first: line {bad[0]})")
-        for stream in type_streams:
-            for path in stream.paths:
-                mapping2, bad = hash_dic.parse_type_dic(_text(path))
-                out.types.update(mapping2)
-                if bad:
-                    warnings.warn(f"{path}: {len(bad)} malformed type_info_dic line(s) ignored (first: line {bad[0]})")
-        return out
+    def add_hash_file(self, path, warnings: WarningLog) -> None:
+        """Merge one hash_dic slice (``<u64 hash>:<string>`` lines)."""
+        mapping, bad = hash_dic.parse_hash_dic(_text(path))
+        self.hashes.update(mapping)
+        if bad:
+            warnings.warn(f"{path}: {len(bad)} malformed hash_dic line(s) ignored (first: line {bad[0]})")
+
+    def add_type_file(self, path, warnings: WarningLog) -> None:
+        """Merge one type_info_dic slice (``<level>_<type>:<name>`` lines)."""
+        mapping, bad = hash_dic.parse_type_dic(_text(path))
+        self.types.update(mapping)
+        if bad:
+            warnings.warn(f"{path}: {len(bad)} malformed type_info_dic line(s) ignored (first: line {bad[0]})")
 
     def resolve_hash(self, values: np.ndarray, unknown: str | None = None) -> pd.Categorical:
         """Hash column -> categorical of names; unknown -> decimal number (or ``unknown``)."""
@@ -63,5 +60,4 @@ def _resolve(values: np.ndarray, lookup) -> pd.Categorical:
 
 
 def _text(path) -> str:
-    with open(path, "rb") as f:
-        return f.read().decode("utf-8", errors="replace")
+    return read_bytes(path).decode("utf-8", errors="replace")

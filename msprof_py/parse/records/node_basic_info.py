@@ -10,12 +10,12 @@ import numpy as np
 
 from msprof_py.parse import cats
 
-from msprof_py.parse.records.dictionaries import Dictionaries
-from msprof_py.parse.records.host_common import HostParts
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw.node_basic_info import GE_TASK_TYPES
 
 
-def decode(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
+def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
+    dicts = ctx.dicts
     block = parts.col("block_num", np.uint32)
     low = (block & 0xFFFF).astype(np.int64)
     high = (block >> 16).astype(np.int64)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from msprof_py.parse.records.dictionaries import Dictionaries
-from msprof_py.parse.records.host_common import HostParts
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw.memcpy_info import DIRECTIONS
 
 HCCL_DATA_TYPES = {0: "INT8", 1: "INT16", 2: "INT32", 3: "FP16", 4: "FP32", 5: "INT64", 6: "UINT64",
@@ -14,7 +13,7 @@ LINK_TYPES = {0: "ON_CHIP", 1: "HCCS", 2: "PCIE", 3: "ROCE", 4: "SIO"}
 TRANSPORT_TYPES = {0: "SDMA", 1: "RDMA", 2: "LOCAL"}
 
 
-def _base(parts: HostParts) -> dict[str, np.ndarray]:
+def _base(parts: Parts) -> dict[str, np.ndarray]:
     return {"thread_id": parts.col("thread_id", np.uint32), "timestamp": parts.col("timestamp", np.uint64)}
 
 
@@ -27,14 +26,16 @@ def _names_fast(values: np.ndarray, table: dict[int, str]) -> np.ndarray:
     return _names(uniq, table)[inv] if len(values) else np.zeros(0, object)
 
 
-def graph_id_map(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
+def graph_id_map(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
+    dicts = ctx.dicts
     out = _base(parts)
     out.update(model_name=np.asarray(dicts.resolve_hash(parts.col("model_name", np.uint64)), dtype=object),
                graph_id=parts.col("graph_id", np.int64), model_id=parts.col("model_id", np.int64))
     return out
 
 
-def hccl_op_info(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
+def hccl_op_info(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
+    dicts = ctx.dicts
     out = _base(parts)
     out.update(relay=(parts.col("flags", np.uint8) & 1).astype(bool),
                retry=(parts.col("flags", np.uint8) & 2).astype(bool),
@@ -45,7 +46,8 @@ def hccl_op_info(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]
     return out
 
 
-def hccl_info(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
+def hccl_info(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
+    dicts = ctx.dicts
     out = _base(parts)
     out.update(
         name=np.asarray(dicts.resolve_hash(parts.col("item_id", np.uint64)), dtype=object),
@@ -62,7 +64,7 @@ def hccl_info(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
     return out
 
 
-def memcpy_info(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
+def memcpy_info(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     out = _base(parts)
     d = parts.col("direction", np.int64)
     out.update(data_size=parts.col("data_size", np.int64), max_size=parts.col("max_size", np.int64),
@@ -70,7 +72,8 @@ def memcpy_info(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
     return out
 
 
-def fusion_op_info(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
+def fusion_op_info(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
+    dicts = ctx.dicts
     out = _base(parts)
     n = len(parts)
     num = np.minimum(parts.col("fusion_op_num", np.uint32), 8)

@@ -3,8 +3,9 @@
 Pairing follows msprof's LogModeling: logs are grouped by key (stream, task, context) in
 timestamp order; an end is accepted for the latest start <= it that has no end yet (the queue
 merge, which equals the in-order zip when start/end counts agree); ends with no start and
-starts with no end are dropped with a warning.  Stream/task ids are decoded with msprof's
-expandStatus = 0 rules (``raw.stars_soc.physical_ids``).  ACSQ rows get context 4294967295.
+starts with no end are dropped with a warning.  Other STARS log kinds (block / PMU logs)
+are not task times and are skipped without a word, as msprof's task parser does.  Stream/task ids are decoded with msprof's
+expandStatus rules (``raw.stars_soc.physical_ids``).  ACSQ rows get context 4294967295.
 """
 from __future__ import annotations
 
@@ -13,40 +14,39 @@ import pandas as pd
 
 from msprof_py.errors import WarningLog
 from msprof_py.parse.keys import group_codes, last_le
-from msprof_py.parse.reader import Decoded
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw import stars_soc as raw
 from msprof_py.raw.common import INVALID_U32
 
 
-def decode(dec: Decoded, warnings: WarningLog, where: str) -> dict[str, np.ndarray]:
+def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     """Device tasks: stream_id, task_id, context_id, start, end (syscnt), device_task_type (categorical).
 
     Logs without the STARS magic 0x6BD3 are dropped with a warning (msprof counts and skips
-    them).  Rows are sorted by start time."""
-    magic = dec.field("resv0")
+    them).  Stream / task ids follow ``ctx.expand_status``.  Rows are sorted by start time."""
+    warnings = ctx.warnings
+    magic = parts.col("resv0")
     bad = magic != raw.MAGIC
     if bad.any():
-        path, off = dec.where(int(np.argmax(bad)))
+        path, off = parts.where(int(np.argmax(bad)))
         warnings.warn(f"{path}: byte {off}: {int(bad.sum())} STARS log(s) without the magic number "
                       f"0x{raw.MAGIC:04X} dropped (first one here)")
-    word0 = dec.field("word0")
+    word0 = parts.col("word0")
     func = raw.func_type(word0)
     acsq = (func == raw.FUNC_ACSQ_START) | (func == raw.FUNC_ACSQ_END)
     ffts = (func == raw.FUNC_FFTS_START) | (func == raw.FUNC_FFTS_END)
     keep = (acsq | ffts) & ~bad
-    other = int((~(acsq | ffts) & ~bad).sum())
-    if other:
-        warnings.warn(f"{where}: {other} STARS log(s) of other kinds (block/PMU logs) not used for task times")
     idx = np.flatnonzero(keep)
-    stream, task = raw.physical_ids(dec.field("stream_id")[idx], dec.field("task_id")[idx])
+    sqe = raw.sqe_type(word0[idx])
+    stream, task = raw.physical_ids(parts.col("stream_id")[idx], parts.col("task_id")[idx], ctx.expand_status, sqe)
     ffts = ffts[idx]
-    ctx = np.where(ffts, dec.field("sub_task_id", raw.FFTS_DTYPE)[idx].astype(np.int64), INVALID_U32)
-    sub = (dec.field("sub_task_type", raw.FFTS_DTYPE)[idx] & 0xFF).astype(np.int64)
+    ctx_id = np.where(ffts, parts.col("sub_task_id", view=raw.FFTS_DTYPE)[idx].astype(np.int64), INVALID_U32)
+    sub = (parts.col("sub_task_type", view=raw.FFTS_DTYPE)[idx] & 0xFF).astype(np.int64)
     # type code space: ACSQ sqe types as-is, FFTS sub-task types offset by 1000
-    tcode = np.where(ffts, 1000 + sub, raw.sqe_type(word0[idx]).astype(np.int64))
+    tcode = np.where(ffts, 1000 + sub, sqe.astype(np.int64))
     f = func[idx]
     is_start = (f == raw.FUNC_ACSQ_START) | (f == raw.FUNC_FFTS_START)
-    return pair(stream, task, ctx, dec.field("timestamp")[idx], is_start, tcode, warnings, where)
+    return pair(stream, task, ctx_id, parts.col("timestamp")[idx], is_start, tcode, warnings, parts.label)
 
 
 def pair(stream, task, ctx, ts, is_start, tcode, warnings: WarningLog, where: str) -> dict[str, np.ndarray]:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from msprof_py.parse.records.dictionaries import Dictionaries
-from msprof_py.parse.records.host_common import HostParts
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw.common import LEVEL_RUNTIME
 
 
-def decode(parts: HostParts, dicts: Dictionaries) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Returns ``(tasks, flips)``.  tasks: thread_id, timestamp (host counter), device_id,
+def decode(parts: Parts, ctx: DecodeContext) -> dict[str, dict[str, np.ndarray]]:
+    """Returns ``{"tasks": ..., "flips": ...}``.  tasks: thread_id, timestamp (host counter), device_id,
     stream_id, task_id, batch_id, task_type (categorical), kernel_name (categorical), level.
     flips: device_id, stream_id, task_id, flip_num, timestamp."""
+    dicts = ctx.dicts
     task_type = dicts.resolve_type(np.full(len(parts), LEVEL_RUNTIME), parts.col("task_type", np.uint64) & np.uint64(0xFFFFFFFF))
     names = np.asarray(task_type)
     is_flip = names == "FLIP_TASK"
@@ -41,4 +41,4 @@ def decode(parts: HostParts, dicts: Dictionaries) -> tuple[dict[str, np.ndarray]
         "kernel_name": kernel,
         "num_blocks": parts.col("num_blocks", np.uint16)[keep],
     }
-    return tasks, flips
+    return {"tasks": tasks, "flips": flips}

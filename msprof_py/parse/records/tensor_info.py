@@ -13,15 +13,14 @@ import pandas as pd
 
 from msprof_py.parse import cats
 
-from msprof_py.parse.records.dictionaries import Dictionaries
-from msprof_py.parse.records.host_common import HostParts
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw.tensor_info import DATA_TYPES, FORMATS, INPUT, MAX_TENSORS, OUTPUT
 
 FIELDS = ("input_shapes", "input_data_types", "input_formats", "output_shapes", "output_data_types",
           "output_formats")
 
 
-def decode(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
+def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     """Columns: thread_id, timestamp, op_name + the six tensor string columns (object arrays).
     Multi-record ops are merged into their first record."""
     n = len(parts)
@@ -47,7 +46,7 @@ def decode(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
     inverse, uniq = pd.factorize(digest, sort=False)
     first = np.full(len(uniq), -1, np.int64)
     first[inverse[::-1]] = np.arange(n)[::-1]  # first row of each distinct body
-    strings = [_strings(_record(parts, i)["tensors"], int(num[i])) for i in first]  # per distinct body
+    strings = [_strings(parts.take(int(i))["tensors"], int(num[i])) for i in first]  # per distinct body
     cols = {f: cats.from_codes(inverse, [s[k] for s in strings]) for k, f in enumerate(FIELDS)}
     # merge consecutive records of one op (same thread, op, timestamp)
     cont = np.zeros(n, bool)
@@ -61,18 +60,10 @@ def decode(parts: HostParts, dicts: Dictionaries) -> dict[str, np.ndarray]:
         head = ~cont
         cols = {f: pd.Categorical(merged[f].to_numpy(dtype=object)) for f in FIELDS}
         ts, thread, op_hash = ts[head], thread[head], op_hash[head]
-    out = {"thread_id": thread, "timestamp": ts, "op_name": dicts.resolve_hash(op_hash)}
+    out = {"thread_id": thread, "timestamp": ts, "op_name": ctx.dicts.resolve_hash(op_hash)}
     out.update(cols)
     return out
 
-
-def _record(parts: HostParts, i: int) -> np.ndarray:
-    """Record ``i`` of the concatenated parts."""
-    for part in parts.parts:
-        if i < len(part):
-            return part.take(np.array([i]))[0]
-        i -= len(part)
-    raise IndexError(i)
 
 
 def _strings(rec: np.ndarray, num: int) -> tuple[str, ...]:

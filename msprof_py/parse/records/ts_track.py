@@ -7,32 +7,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from msprof_py.errors import WarningLog
-from msprof_py.parse.reader import Decoded
+from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw import ts_track as raw
 
 
-def decode(dec: Decoded | None, warnings: WarningLog, where: str) -> dict[str, dict[str, np.ndarray]]:
+def decode(parts: Parts, ctx: DecodeContext) -> dict[str, dict[str, np.ndarray]]:
     """Returns ``{"step": {...}, "flip": {...}}``; times are raw syscnt.
 
     step: timestamp, model_id, index_id (device's own), stream_id, task_id, tag_id.
     flip: timestamp, stream_id, task_id, flip_num.
     """
-    func = dec.field("func_type") if dec is not None else np.zeros(0, np.uint8)
+    func = parts.col("func_type")
     known = np.isin(func, [raw.FUNC_STEP_TRACE, raw.FUNC_TASK_FLIP, raw.FUNC_TASK_FLIP_OLD, raw.FUNC_TASK_TYPE,
                            raw.FUNC_MEMCPY, raw.FUNC_BLOCK_NUM, 61])
     if (~known).any():
         first = int(np.argmax(~known))
-        path, off = dec.where(first)
-        warnings.warn(f"{path}: byte {off}: {int((~known).sum())} ts_track record(s) with unknown func_type "
+        path, off = parts.where(first)
+        ctx.warnings.warn(f"{path}: byte {off}: {int((~known).sum())} ts_track record(s) with unknown func_type "
                       f"(first: {int(func[first])}) ignored")
     is_step = func == raw.FUNC_STEP_TRACE
     is_flip = (func == raw.FUNC_TASK_FLIP) | (func == raw.FUNC_TASK_FLIP_OLD)
 
     def get(name: str, layout: np.dtype, mask: np.ndarray) -> np.ndarray:
-        if dec is None:
-            return np.zeros(0, layout[name])
-        return dec.field(name, layout)[mask]
+        return parts.col(name, view=layout)[mask]
 
     return {
         "step": {

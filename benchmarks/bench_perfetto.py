@@ -1,0 +1,88 @@
+"""Benchmark: the native trace (msprof.pftrace) against msprof_*.json, and --slice-size.
+
+    PYTHONPATH=. nice python benchmarks/bench_perfetto.py --workload resnet50 --iterations 716 --devices 2
+    PYTHONPATH=. nice python benchmarks/bench_perfetto.py --workload single_op --iterations 111112 --slice-size 50
+
+Collects the workload on the simulated NPU (seed 1) into a temporary dir, parses it (not timed),
+then times (wall and CPU) writing every device's msprof_{d}.json with the timeline exporter and
+writing the one msprof.pftrace of all devices (each including building its events from the
+session).  With ``--slice-size MB`` it instead times the sliced JSON export and reports the
+largest file.  Target (issue 15): pftrace <= 1/3 of the JSON bytes and no slower to write;
+every slice under the limit.  Prints Markdown rows for benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import msprof_py.export  # noqa: E402,F401
+from msprof_py.export.base import REGISTRY, ExportContext, Naming  # noqa: E402
+from msprof_py.export.session_access import device_ids  # noqa: E402
+
+
+def timed(fn):  # type: ignore[no-untyped-def]
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workload", default="resnet50")
+    ap.add_argument("--iterations", type=int, default=716)
+    ap.add_argument("--devices", type=int, default=2)
+    ap.add_argument("--slice-size", type=float, default=None)
+    ap.add_argument("--tmp", default="/tmp")
+    a = ap.parse_args()
+    from msprof_py.collect import collect
+    from msprof_py.parse.session import load
+
+    work = Path(tempfile.mkdtemp(prefix="bench_perfetto_", dir=a.tmp))
+    try:
+        res = collect(a.workload, output=work, iterations=a.iterations, devices=a.devices, seed=1)
+        session = load(res.prof_dir)
+        tasks = len(session.tasks)
+        out = work / "out"
+        out.mkdir()
+        date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        machine = f"{platform.machine()}, 2 CPUs (shared with other engineers' jobs), Python {platform.python_version()}"
+        what = f"collected {a.workload} x{a.iterations} it, {a.devices} dev, {tasks:,} tasks"
+        json_ex = REGISTRY["timeline:msprof"]
+        if a.slice_size:
+            ctx = ExportContext(slice_bytes=int(a.slice_size * 1_000_000))
+            files, wall, cpu = timed(lambda: [p for d in device_ids(session)
+                                              for p in json_ex.write(session, out, Naming(d), ctx)])
+            sizes = [p.stat().st_size for p in files]
+            print(f"| {date} | {what} | msprof_*.json --slice-size {a.slice_size:g} | {len(files)} files, "
+                  f"largest {max(sizes) / 1e6:.1f} MB, total {sum(sizes) / 1e6:.1f} MB | {wall:.2f} s | {cpu:.2f} s "
+                  f"| {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB | {machine} |")
+            return
+        ctx = ExportContext()
+        files, jw, jc = timed(lambda: [p for d in device_ids(session)
+                                       for p in json_ex.write(session, out, Naming(d), ctx)])
+        jbytes = sum(p.stat().st_size for p in files)
+        for p in files:
+            p.unlink()
+        trace, pw, pc = timed(lambda: REGISTRY["trace:msprof"].write(session, out, Naming(), ExportContext()))
+        pbytes = trace[0].stat().st_size
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"| {date} | {what} | msprof_*.json ({len(files)} files) | {jbytes / 1e6:.1f} MB | {jw:.2f} s "
+              f"| {jc:.2f} s | | {machine} |")
+        print(f"| {date} | {what} | msprof.pftrace | {pbytes / 1e6:.1f} MB ({pbytes / jbytes:.3f} of the JSON) "
+              f"| {pw:.2f} s | {pc:.2f} s | {rss:.0f} MB | {machine} |")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

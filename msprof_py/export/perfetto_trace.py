@@ -1,0 +1,291 @@
+"""``msprof[_{model}_{iter}].pftrace``: the timeline in Perfetto's native protobuf format.
+
+The content is the same :class:`~msprof_py.export.timeline.Timeline` that ``msprof_{device}.json``
+is written from (:func:`~msprof_py.export.timeline.build_timeline`), for every device of the PROF
+dir in one file:
+
+* one thread track per (pid, tid) of the JSON, with msprof's process / thread names, process
+  labels and sort indices (``ProcessDescriptor`` / ``ThreadDescriptor``); pids are msprof's
+  formatted pids (``(pid << 10) | (sortIndex << 5) | deviceId``), wrapped to int32 as the
+  protobuf field requires;
+* every X event as a ``TYPE_SLICE_BEGIN`` / ``TYPE_SLICE_END`` pair at integer-nanosecond
+  timestamps (no "shorten by up to 1 µs" adjustment: nothing here goes through doubles), its
+  ``cat`` as an interned category, its args as debug annotations (ints as ints, µs values as
+  doubles, strings interned);
+* every HostToDevice flow as ``flow_ids`` on the launch slice and ``terminating_flow_ids`` on the
+  device task (or HCCL op) slice starting at the flow's ``f`` timestamp on its thread;
+* every C event series as a process counter track named ``"{name} {key}"`` (the JSON importer's
+  naming), with double values.
+
+How it is written: the descriptors and the interned names go through the ``perfetto`` package's
+:class:`TraceProtoBuilder` (few packets); the millions of event packets are encoded column-wise
+by :mod:`msprof_py.export.protowire` (the builder costs ~1.7 s per million bare slices, more with
+args), in time order on one packet sequence, so the trace processor needs no re-sorting and
+same-timestamp begin/end pairs keep their nesting.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.atomic import atomic_open
+from msprof_py.export.base import ExportContext, Naming, register
+from msprof_py.export.perfetto_events import BlockEncoder, Interner, encode_counter_values, slice_end_packets
+from msprof_py.export.protowire import interleave
+from msprof_py.export.rows import WORKERS
+from msprof_py.export.session_access import device_ids
+from msprof_py.export.timeline import Timeline, build_timeline
+
+SEQ = 1  # the one trusted_packet_sequence_id of every packet
+DELTA_CLOCK = 64  # a sequence-scoped clock id (64..127): incremental, in ns
+BOOTTIME = 6  # the default trace clock; the snapshot maps DELTA_CLOCK onto it with offset 0
+CHUNK_EVENTS = 1 << 16
+BEGIN, END, COUNT = 0, 1, 2
+
+
+def all_devices_timeline(session: Any, ctx: ExportContext) -> Timeline:
+    """The per-device timelines of ``msprof_{d}.json`` for every device, as one timeline (each
+    host thread's calls belong to exactly one device's file, so nothing is doubled; shared
+    process/thread metadata is kept once)."""
+    out = Timeline()
+    seen: set[tuple[Any, ...]] = set()
+    for dev in device_ids(session):
+        tl = build_timeline(session, dev, ctx)
+        for e in tl.meta.events:
+            key = (e["name"], e["pid"], e["tid"])
+            if key not in seen:
+                seen.add(key)
+                out.meta.events.append(e)
+        out.slices += [s for s in tl.slices if len(s)]
+        out.flows += [f for f in tl.flows if len(f)]
+        out.counters += [c for c in tl.counters if len(c)]
+    return out
+
+
+def _int32(v: int) -> int:
+    return ((int(v) + (1 << 31)) % (1 << 32)) - (1 << 31)
+
+
+class Tracks:
+    """Track uuids: one per process, per (pid, tid) thread and per counter series."""
+
+    def __init__(self, tl: Timeline) -> None:
+        pids = [np.asarray(s.pid, np.int64) for s in tl.slices]
+        tids = [np.asarray(s.tid, np.int64) for s in tl.slices]
+        for f in tl.flows:
+            pids += [f.s_pid, f.f_pid]
+            tids += [f.s_tid, f.f_tid]
+        for e in tl.meta.events:
+            if e["name"].startswith("thread_"):
+                pids.append(np.array([e["pid"]], np.int64))
+                tids.append(np.array([e["tid"]], np.int64))
+        pt = pd.DataFrame({"pid": np.concatenate(pids) if pids else np.array([], np.int64),
+                           "tid": np.concatenate(tids) if tids else np.array([], np.int64)})
+        pt = pt.drop_duplicates().sort_values(["pid", "tid"], kind="stable").reset_index(drop=True)
+        self.threads = pd.MultiIndex.from_arrays([pt["pid"].to_numpy(), pt["tid"].to_numpy()])
+        procs = sorted(set(pt["pid"].tolist()) | {int(c.pid) for c in tl.counters}
+                       | {int(e["pid"]) for e in tl.meta.events})
+        self.process_uuid = {p: i + 1 for i, p in enumerate(procs)}
+        self.thread_base = len(procs) + 1
+        self.counter_uuid: dict[tuple[int, str], int] = {}
+        nxt = self.thread_base + len(self.threads)
+        for c in tl.counters:
+            for key in c.series:
+                k = (int(c.pid), f"{c.name} {key}")
+                if k not in self.counter_uuid:
+                    self.counter_uuid[k] = nxt
+                    nxt += 1
+
+    def thread_uuids(self, pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+        idx = self.threads.get_indexer(pd.MultiIndex.from_arrays([np.asarray(pid, np.int64),
+                                                                  np.asarray(tid, np.int64)]))
+        return (idx + self.thread_base).astype(np.uint64)
+
+    def descriptor_packets(self, tl: Timeline, builder: Any) -> None:
+        proc_meta: dict[int, dict[str, Any]] = {}
+        thread_meta: dict[tuple[int, int], dict[str, Any]] = {}
+        for e in tl.meta.events:
+            kind, arg = e["name"], next(iter(e["args"].values()))
+            if kind.startswith("process_"):
+                proc_meta.setdefault(int(e["pid"]), {})[kind] = arg
+            else:
+                thread_meta.setdefault((int(e["pid"]), int(e["tid"])), {})[kind] = arg
+        for pid, uuid in self.process_uuid.items():
+            td = builder.add_packet().track_descriptor
+            td.uuid = uuid
+            td.process.pid = _int32(pid)
+            m = proc_meta.get(pid, {})
+            if "process_name" in m:
+                td.process.process_name = str(m["process_name"])
+            if "process_labels" in m:
+                td.process.process_labels.append(str(m["process_labels"]))
+            if "process_sort_index" in m:
+                td.process.legacy_sort_index = int(m["process_sort_index"])
+        for i, (pid, tid) in enumerate(self.threads):
+            td = builder.add_packet().track_descriptor
+            td.uuid = self.thread_base + i
+            td.parent_uuid = self.process_uuid[int(pid)]
+            td.thread.pid = _int32(pid)
+            td.thread.tid = int(tid)
+            m = thread_meta.get((int(pid), int(tid)), {})
+            if "thread_name" in m:
+                td.thread.thread_name = str(m["thread_name"])
+            if "thread_sort_index" in m:
+                td.thread.legacy_sort_index = int(m["thread_sort_index"])
+        for (pid, name), uuid in self.counter_uuid.items():
+            td = builder.add_packet().track_descriptor
+            td.uuid = uuid
+            td.parent_uuid = self.process_uuid[pid]
+            td.name = name
+            td.counter.SetInParent()
+
+
+def _event_table(tl: Timeline) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group code, row, timestamp) of every begin, end and counter event, in the order written.
+
+    Order: by timestamp; at one timestamp, slice ends first (innermost, i.e. shortest, first),
+    then begins (outermost, i.e. longest, first), then the ends of zero-length slices opened
+    there.  One stable sort by timestamp (fast: the blocks are sorted runs), then only the events
+    that share a timestamp are ordered by that rule.
+    """
+    ts, dur, cls, grp, row = [], [], [], [], []
+    for k, s in enumerate(tl.slices):
+        start = np.asarray(s.start_ns, np.int64)
+        d = np.maximum(np.asarray(s.dur_ns, np.int64), 0)
+        n = len(s)
+        r = np.arange(n, dtype=np.int64)
+        ts += [start, start + d]
+        dur += [d, d]
+        cls += [np.ones(n, np.int8), np.where(d > 0, 0, 2).astype(np.int8)]
+        grp += [np.full(n, 3 * k + BEGIN, np.int32), np.full(n, 3 * k + END, np.int32)]
+        row += [r, r]
+    base = 3 * len(tl.slices)
+    for k, c in enumerate(tl.counters):
+        n = len(c)
+        ts.append(np.asarray(c.ts_ns, np.int64))
+        dur.append(np.zeros(n, np.int64))
+        cls.append(np.ones(n, np.int8))
+        grp.append(np.full(n, base + k, np.int32))
+        row.append(np.arange(n, dtype=np.int64))
+    if not ts:
+        e = np.array([], np.int64)
+        return e.astype(np.int32), e, e
+    t = np.concatenate(ts)
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    tie = np.zeros(len(t), bool)
+    same = t[1:] == t[:-1]
+    tie[1:] |= same
+    tie[:-1] |= same
+    at = np.flatnonzero(tie)
+    if len(at):
+        sub = order[at]
+        run = np.cumsum(np.concatenate([[0], t[at][1:] != t[at][:-1]]))
+        c = np.concatenate(cls)[sub].astype(np.int64)
+        d = np.minimum(np.concatenate(dur)[sub], (1 << 40) - 1)
+        # begins: longest first; ends: shortest first (the later-started, inner slice)
+        dk = np.where(c == 1, (1 << 40) - 1 - d, d)
+        if run[-1] < 1 << 21:  # one int64 key: run | class | duration rank
+            order[at] = sub[np.argsort((run << 42) | (c << 40) | dk, kind="stable")]
+        else:
+            order[at] = sub[np.lexsort((dk, c, run))]
+    return np.concatenate(grp)[order], np.concatenate(row)[order], t
+
+
+def ordered_map(fn: Callable[[int], bytes], items: Iterable[int], workers: int = WORKERS) -> Iterator[bytes]:
+    """``fn`` over ``items`` on a small thread pool (numpy releases the GIL for most of the
+    encoding), results in order, only a few in flight."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque[Future[bytes]] = deque()
+        for it in items:
+            pending.append(pool.submit(fn, it))
+            if len(pending) > 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def trace_chunks(tl: Timeline, ctx: ExportContext | None = None) -> Iterator[bytes]:
+    """The whole ``.pftrace`` as byte chunks (a ``perfetto.protos.Trace``)."""
+    from perfetto.trace_builder.proto_builder import TraceProtoBuilder
+
+    tracks = Tracks(tl)
+    interner = Interner()
+    encoders = [BlockEncoder(s, tracks.thread_uuids(s.pid, s.tid), interner) for s in tl.slices]
+    dropped = BlockEncoder.attach_flows(encoders, tl.flows, tracks)
+    if dropped and ctx is not None:
+        ctx.warnings.warn(f"native trace: {dropped} flows have no slice starting at one of their ends "
+                          "on its thread and were left out")
+    counter_tracks = [[tracks.counter_uuid[(int(c.pid), f"{c.name} {key}")] for key in c.series]
+                      for c in tl.counters]
+    grp, row, ts = _event_table(tl)
+    t0 = int(ts[0]) if len(ts) else 0
+    head = TraceProtoBuilder()
+    p = head.add_packet()
+    p.trusted_packet_sequence_id = SEQ
+    p.sequence_flags = 1  # SEQ_INCREMENTAL_STATE_CLEARED
+    p.first_packet_on_sequence = True
+    interner.fill(p.interned_data)
+    # every event timestamp is a delta on the sequence's incremental clock (1-3 bytes instead of 9)
+    p.trace_packet_defaults.timestamp_clock_id = DELTA_CLOCK
+    p = head.add_packet()
+    p.trusted_packet_sequence_id = SEQ
+    for clock_id, incremental in ((DELTA_CLOCK, True), (BOOTTIME, False)):
+        c = p.clock_snapshot.clocks.add()
+        c.clock_id, c.timestamp = clock_id, t0
+        if incremental:
+            c.is_incremental = True
+    tracks.descriptor_packets(tl, head)
+    yield head.serialize()
+    delta = np.diff(ts, prepend=t0)
+
+    def render(a: int) -> bytes:
+        g, r, t = grp[a:a + CHUNK_EVENTS], row[a:a + CHUNK_EVENTS], delta[a:a + CHUNK_EVENTS]
+        parts = []
+        for code in np.unique(g).tolist():
+            pos = np.flatnonzero(g == code)
+            if code >= 3 * len(tl.slices):
+                k = code - 3 * len(tl.slices)
+                msgs = encode_counter_values(tl.counters[k], counter_tracks[k], r[pos], t[pos], SEQ)
+            else:
+                enc = encoders[code // 3]
+                msgs = enc.begin_packets(r[pos], t[pos], SEQ) if code % 3 == BEGIN \
+                    else slice_end_packets(enc.uuids[r[pos]], t[pos], SEQ)
+            mat, mask = msgs.matrix()
+            parts.append((pos, mat, mask))
+        return interleave(parts, len(g))
+
+    yield from ordered_map(render, range(0, len(grp), CHUNK_EVENTS))
+
+
+def write_trace(tl: Timeline, path: Path, ctx: ExportContext) -> Path:
+    with atomic_open(path) as fp:
+        for c in trace_chunks(tl, ctx):
+            fp.write(c)
+    return path
+
+
+class PerfettoTrace:
+    name = "msprof"
+    kind = "trace"
+    per_device = False
+    describe = ("native Perfetto trace of every device: the msprof_*.json layers as protobuf track events "
+                "(integer ns timestamps, flows, counter tracks); open it in ui.perfetto.dev")
+
+    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        tl = all_devices_timeline(session, ctx)
+        if not tl:
+            return []
+        return [write_trace(tl, out_dir / naming.file("msprof", "pftrace", device=False), ctx)]
+
+
+register(PerfettoTrace())

@@ -1,0 +1,90 @@
+"""Run one (mutated) PROF dir through ``load`` and ``export`` in-process and classify the outcome.
+
+| outcome   | meaning                                                                       |
+|-----------|-------------------------------------------------------------------------------|
+| "error"   | an ``MsprofError`` whose message is one line (what a user should get)          |
+| "warning" | load + export succeeded with at least one warning                             |
+| "silent"  | load + export succeeded without a word; ``changed`` says whether the decoded  |
+|           | tables differ from the unmutated seed's (a silent wrong answer)               |
+| "crash"   | anything else: another exception, a multi-line MsprofError, or a Python       |
+|           | warning raised from msprof_py (numpy/pandas warnings are errors here)          |
+
+Shared by the CI fuzz tests and ``benchmarks/fuzz.py``.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import traceback
+import warnings as pywarnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+TABLES = ("api", "tasks", "steps", "all_reduce", "communication", "comm_tasks", "fusion_ops", "memcpy")
+
+
+@dataclass
+class Outcome:
+    kind: str  # error | warning | silent | crash
+    message: str = ""  # the error / first warning / traceback
+    where: str = ""  # crash site: "Exception @ file:line" of the innermost msprof_py frame
+    digest: str = ""  # tables' digest on success
+
+    def changed(self, baseline: str) -> bool:
+        return bool(self.digest) and self.digest != baseline
+
+
+def digest(session) -> str:
+    """Content digest of the decoded tables (row order and values; not the warnings)."""
+    h = hashlib.sha256()
+    for name in TABLES:
+        df = getattr(session, name)
+        h.update(f"{name}:{len(df)}:{','.join(map(str, df.columns))}".encode())
+        if len(df):
+            h.update(pd.util.hash_pandas_object(df.astype(str), index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def crash_site(err: BaseException) -> str:
+    frames = traceback.extract_tb(err.__traceback__)
+    mine = [f for f in frames if "msprof_py" in f.filename] or frames
+    f = mine[-1] if mine else None
+    where = f"{Path(f.filename).name}:{f.lineno} {f.name}" if f else "?"
+    return f"{type(err).__name__} @ {where}"
+
+
+def run_case(prof: Path, export: bool = True) -> Outcome:
+    """Load ``prof`` (no cache) and export it (text: timelines, summaries, db) into ``prof``."""
+    from msprof_py.errors import MsprofError
+    from msprof_py.export.runner import ExportOptions, export as run_export
+    from msprof_py.parse.session import find_prof_dirs, load
+
+    try:
+        with pywarnings.catch_warnings():
+            pywarnings.filterwarnings("error", module=r"msprof_py(\.|$)")
+            session = load(prof, use_cache=False)
+            msgs = list(session.warnings)
+            if export:
+                profs = find_prof_dirs(prof)
+                one = {p: s for p, s in zip(profs, session.profs or [session])}
+                res = run_export(prof, ExportOptions(type="text"), loader=lambda p: one[p],
+                                 finder=lambda p: profs)
+                msgs += [m for m in res.warnings if m not in msgs]
+    except MsprofError as err:
+        text = str(err)
+        if "\n" in text or not text.strip():
+            return Outcome("crash", text, f"multi-line {type(err).__name__}")
+        return Outcome("error", text)
+    except Exception as err:  # noqa: BLE001 - classifying every failure is the point
+        return Outcome("crash", "".join(traceback.format_exception(err)), crash_site(err))
+    return Outcome("warning" if msgs else "silent", msgs[0] if msgs else "", digest=digest(session))
+
+
+def fresh_copy(seed: Path, dest: Path) -> Path:
+    """A private copy of the seed PROF dir at ``dest`` (removed first)."""
+    if dest.exists() or dest.is_symlink():
+        shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(seed, dest, symlinks=True)
+    return dest

@@ -1,0 +1,122 @@
+"""Issue #16's table of tracebacks, one test per row, with the exact mutation that triggered it.
+
+Each case copies the small fixture PROF dir, applies the mutation, loads and exports it in-process
+(tests/fuzz/harness.py) and checks the outcome is a one-line error or a warning naming the file
+(and the key), never a traceback.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.fuzz.harness import fresh_copy, run_case
+from tests.fuzz.mutate import Mutation, apply
+
+FIXTURE = next((Path(__file__).parents[2] / "fixtures" / "prof_small").glob("PROF_*"))
+
+
+@pytest.fixture
+def prof(tmp_path: Path) -> Path:
+    return fresh_copy(FIXTURE, tmp_path / FIXTURE.name)
+
+
+def _outcome(prof: Path, *mutations: Mutation):
+    for m in mutations:
+        apply(m, prof)
+    out = run_case(prof)
+    assert out.kind != "crash", f"{out.where}\n{out.message}"
+    return out
+
+
+@pytest.mark.parametrize("key", ["cntvct", "cntvct_diff"])
+def test_host_start_log_counter_too_big(prof: Path, key: str) -> None:
+    # was OverflowError @ parse/meta.py to_local_ns
+    out = _outcome(prof, Mutation("start_log_value", "host/host_start.log",
+                                  {"key": key, "value": "99999999999999999999999999"}))
+    assert out.kind == "warning"
+    assert any("host_start.log" in m and key in m and "64-bit" in m for m in _warnings(prof))
+
+
+def test_device_dir_with_huge_id(prof: Path) -> None:
+    # was OverflowError @ parse/join.py join_device
+    _outcome(prof, Mutation("rename_dir", "device_0", {"name": "device_99999999999999999999"}))
+    assert any("device_99999999999999999999" in m and "out of range" in m for m in _warnings(prof))
+
+
+def test_collection_end_minus_1e308_with_device_64(prof: Path) -> None:
+    # was OverflowError @ export/unified_db.py _i64
+    out = _outcome(prof, Mutation("rename_dir", "device_0", {"name": "device_64"}),
+                   Mutation("meta_value", "host/end_info", {"pick": _key_index(prof / "host/end_info",
+                                                                              "collectionTimeEnd"),
+                                                           "value": -1e308}))
+    assert out.kind == "warning"
+    assert any("host/end_info" in m and "collectionTimeEnd" in m for m in _warnings(prof))
+
+
+def test_device_pid_beyond_u32(prof: Path) -> None:
+    # was OverflowError @ export/timeline.py hardware_layer
+    info = "device_0/info.json.0"
+    _outcome(prof, Mutation("meta_value", info, {"pick": _key_index(prof / info, "pid"),
+                                                 "value": "18446744073709551615"}))
+    assert any(info in m and "pid" in m for m in _warnings(prof))
+
+
+def test_api_slice_renamed_to_minus_zero(prof: Path) -> None:
+    # was IndexError @ parse/host.py load_host (no api_event records left, task tracks still there)
+    for name in sorted(os.listdir(prof / "host/data")):
+        if name.startswith("aging.api_event.data.slice_"):
+            (prof / "host/data" / name).rename(prof / "host/data" / name.replace("slice_", "slice_-"))
+    _outcome(prof)
+
+
+@pytest.mark.parametrize("file,key,value", [("host/info.json", "CPU", 1e308),
+                                            ("device_0/info.json.0", "DeviceInfo", -1e308)])
+def test_frequency_lists_replaced_by_huge_numbers(prof: Path, file: str, key: str, value: float) -> None:
+    # was TypeError @ parse/meta.py host_mhz / hwts_mhz
+    out = _outcome(prof, Mutation("meta_value", file, {"pick": _key_index(prof / file, key), "value": value}))
+    if out.kind == "error":  # the device cannot be placed in time without hwts_frequency
+        assert file in out.message and "hwts_frequency" in out.message
+    else:
+        assert any(file in m and key in m and "not a list of objects" in m for m in _warnings(prof))
+
+
+def test_duplicated_device_info_key(prof: Path) -> None:
+    # was AttributeError @ parse/build.py _devices
+    info = prof / "host/info.json"
+    text = info.read_text().rstrip()
+    info.write_text(text[:-1] + ', "DeviceInfo": [1, 2]}')
+    out = _outcome(prof)
+    assert out.kind == "warning"
+    msgs = _warnings(prof)
+    assert any("host/info.json" in m and "duplicated key" in m and "DeviceInfo" in m for m in msgs)
+    assert any("host/info.json" in m and "DeviceInfo" in m and "not a list of objects" in m for m in msgs)
+
+
+@pytest.mark.parametrize("replacement", ["directory", "dangling_symlink", "symlink_loop"])
+@pytest.mark.parametrize("target", ["host/data/aging.api_event.data.slice_0",
+                                    "device_0/data/stars_soc.data.0.slice_1",
+                                    "host/data/unaging.additional.hash_dic.slice_0",
+                                    "host/host_start.log", "device_0/info.json.0"])
+def test_file_replaced_by_something_unreadable(prof: Path, target: str, replacement: str) -> None:
+    # was IsADirectoryError / FileNotFoundError / OSError @ parse/reader.py, records/dictionaries.py
+    out = _outcome(prof, Mutation("replace", target, {"with": replacement}))
+    assert out.kind == "error"
+    assert str(prof / target) in out.message
+    assert "\n" not in out.message
+
+
+def _key_index(path: Path, key: str) -> int:
+    """The ``pick`` of mutate's meta_value that selects top-level ``key`` of a JSON file."""
+    import json
+
+    from tests.fuzz.mutate import _paths
+
+    return _paths(json.loads(path.read_text())).index((key,))
+
+
+def _warnings(prof: Path) -> list[str]:
+    from msprof_py.parse.session import load
+
+    return list(load(prof, use_cache=False).warnings)
