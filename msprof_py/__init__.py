@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load"]
+__all__ = ["__version__", "load", "load_cluster"]
 
 
 def __getattr__(name: str):
@@ -16,4 +16,8 @@ def __getattr__(name: str):
         from msprof_py.parse import load
 
         return load
+    if name == "load_cluster":
+        from msprof_py.cluster import load_cluster
+
+        return load_cluster
     raise AttributeError(f"module 'msprof_py' has no attribute {name!r}")

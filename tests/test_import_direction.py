@@ -19,6 +19,7 @@ FORBIDDEN = {
     "export": {"raw", "runtime", "collect", "cli", "aoe", "precision"},
     "aoe": {"cli"},
     "precision": {"cli", "collect"},
+    "cluster": {"raw", "runtime", "collect", "cli", "aoe", "precision"},
 }
 
 

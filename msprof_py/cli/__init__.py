@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "tune": "msprof_py.cli.tune_cmd:tune",
     "aoe-report": "msprof_py.cli.aoe_report_cmd:aoe_report",
     "compare": "msprof_py.cli.compare_cmd:compare",
+    "cluster": "msprof_py.cli.cluster_cmd:cluster",
 }
 
 

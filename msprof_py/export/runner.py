@@ -162,7 +162,8 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
         raise InvalidPathError(f'Cannot create "{out_dir}" ({err.strerror or err}).') from None
     naming = Naming(None, options.model_id if selected else None, options.iteration_id if selected else None,
                     options.summary_format, stamp)
-    ctx = ExportContext(warnings=WarningLog(), layers=layers)
+    ctx = ExportContext(warnings=WarningLog(), layers=layers,
+                        slice_bytes=int(options.slice_size_mb * 1_000_000) if options.slice_size_mb else None)
     if options.type != "db":  # rendered timeline layers shared between files; removed below
         ctx.scratch = Path(tempfile.mkdtemp(prefix=".msprof_py_scratch_", dir=out_dir))
     written: list[tuple[base.Exporter, Path]] = []

@@ -10,7 +10,9 @@ Conventions
 - Missing ids use msprof's 4294967295; missing strings are "N/A"; missing times/counts are -1.
 - ``device_id`` is the NPU id; host-only tables carry ``pid``/``thread_id`` instead.
 - Ids are int64.  A session loaded from several PROF dirs concatenates their rows
-  (``Session.profs`` keeps one session per PROF dir).
+  (``Session.profs`` keeps one session per PROF dir) and adds to every table ``rank_id`` (int64:
+  info.json rank_id of the dir's device, -1 if none; the devices table keeps its own), ``host``
+  (info.json hostname) and ``prof`` (the PROF dir's name), both categorical.
 
 Tables (``Session.<name>``) and their columns, in order:
 """

@@ -158,10 +158,30 @@ def load(path: str | os.PathLike[str], use_cache: bool = True) -> Session:
     warnings = WarningLog()
     for s in sessions:
         warnings.extend(s.warnings)
-    tables = {name: pd.concat([getattr(s, name) for s in sessions], ignore_index=True) for name in TABLES}
+    tables = {name: pd.concat([_with_origin(getattr(s, name), s) for s in sessions], ignore_index=True)
+              for name in TABLES}
     for name in ("api", "tasks", "communication", "comm_tasks"):
         tables[name] = _recategorize(tables[name])
+    for df in tables.values():
+        for c in ("host", "prof"):
+            if c in df:
+                df[c] = df[c].astype("category")
     return Session(path=Path(path), warnings=warnings, profs=sessions, **tables)
+
+
+def _with_origin(df: pd.DataFrame, s: Session) -> pd.DataFrame:
+    """``df`` with where its rows come from, for a session of several PROF dirs: ``rank_id`` (the
+    first device's info.json rank_id, -1 if none), ``host`` (its hostname) and ``prof`` (the dir's
+    name), as categoricals or small ints, so ranks of a cluster job stay apart."""
+    dev = s.devices[s.devices["device_id"] != 64] if "device_id" in s.devices else s.devices
+    rank = int(dev["rank_id"].iloc[0]) if len(dev) and "rank_id" in dev and pd.notna(dev["rank_id"].iloc[0]) else -1
+    hosts = s.devices["hostname"] if "hostname" in s.devices else pd.Series(dtype=object)
+    host = str(hosts.iloc[0]) if len(hosts) and pd.notna(hosts.iloc[0]) else "N/A"
+    name = s.path.name if s.path is not None else "N/A"
+    extra = {"host": host, "prof": name}
+    if "rank_id" not in df:  # the devices table has its own, per result dir
+        extra["rank_id"] = np.full(len(df), rank, np.int64)
+    return df.assign(**extra)
 
 
 def load_prof(prof: Path, use_cache: bool = True) -> Session:

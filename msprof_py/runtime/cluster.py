@@ -309,7 +309,8 @@ def run_cluster(target: str | Workload | Graph, topo: Topology, *, iterations: i
         ready[r] = rd[0]
     tl = timeline(progs, ready, iterations, np.random.default_rng(seed), spec, wl.step_gap_us,
                   barrier_groups=_barrier_groups(progs), dur_scale=_dur_scale(progs, topo, faults),
-                  gap_scale=np.array([faults.straggler_hosts.get(topo.node(r), 1.0) for r in range(topo.ranks)]))
+                  gap_scale=np.array([faults.straggler_hosts.get(topo.node(r), 1.0) for r in range(topo.ranks)]),
+                  barrier_jitter=False)
     out = []
     for r, run in enumerate(runs):
         part = tuple(x[r:r + 1] for x in tl)

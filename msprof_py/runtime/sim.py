@@ -180,13 +180,15 @@ class _Run:
 
 def timeline(progs: list[Program], ready: np.ndarray, K: int, rng: np.random.Generator, spec: DeviceSpec,
              step_gap_us: float, barrier_groups: dict[int, np.ndarray] | None = None,
-             dur_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None):
+             dur_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None, barrier_jitter: bool = True):
     """Start/end of every task ``(D, K, T)``, host iteration starts ``h0 (D, K)``, sync ends, the
     host speed factors ``(D, K)`` and the launch ends ``(D, K)`` (offsets from ``h0``).
 
     Cluster runs (:mod:`msprof_py.runtime.cluster`) pass ``barrier_groups`` (template index ->
     ``(D,)`` communicator number per device), ``dur_scale`` ``(D, T)`` (injected slow ranks) and
-    ``gap_scale`` ``(D,)`` (host work between iterations, injected straggler hosts).
+    ``gap_scale`` ``(D,)`` (host work between iterations, injected straggler hosts) and
+    ``barrier_jitter=False``: a notify wait ends when the peers' records arrive, the same instant on
+    every member, so its post-barrier time is not jittered per device.
     """
     tm = progs[0].tasks
     T, D = len(tm), len(progs)
@@ -201,6 +203,9 @@ def timeline(progs: list[Program], ready: np.ndarray, K: int, rng: np.random.Gen
     jit = rng.lognormal(0.0, JITTER_SIGMA, size=(D, K, T))
     dur = np.maximum(1, np.rint(base[:, None, :] * jit)).astype(np.int64)
     del jit
+    if not barrier_jitter and tm.barriers:
+        b = np.array(sorted(tm.barriers))
+        dur[:, :, b] = np.rint(base[:, None, b]).astype(np.int64)
     step_gap = step_gap_us * 1000 * rng.lognormal(0.0, STEP_GAP_SIGMA, size=(D, K))
     if gap_scale is not None:
         step_gap = step_gap * np.asarray(gap_scale, np.float64)[:, None]
