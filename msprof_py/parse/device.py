@@ -10,7 +10,7 @@ import pandas as pd
 from msprof_py.errors import WarningLog
 from msprof_py.parse.cats import frame
 from msprof_py.parse.flip import compute_batch_id
-from msprof_py.parse.meta import ResultDir
+from msprof_py.parse.meta import ResultDir, Ticks
 from msprof_py.parse.records.dictionaries import Dictionaries
 from msprof_py.parse.records.parts import DecodeContext
 from msprof_py.parse.registry import DEVICE, KindReader
@@ -28,12 +28,13 @@ class DeviceData:
 
 
 def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None = None,
-                expand_status: int = 0) -> DeviceData:
-    """Parse ``device_{id}/data``; ``expand_status`` comes from the host's expand_stream_spec."""
+                expand_status: int = 0, ticks: Ticks | None = None) -> DeviceData:
+    """Parse ``device_{id}/data``; ``expand_status`` comes from the host's expand_stream_spec,
+    ``ticks`` is the syscnt clock (:mod:`msprof_py.parse.clocks`; default: the dir's own files)."""
     dev = rd.device_id
     ctx = DecodeContext(dicts or Dictionaries(), warnings, expand_status)
     kinds = KindReader(DEVICE, rd.path / "data", ctx, device_id=dev)
-    ticks = rd.device_ticks()
+    ticks = ticks if ticks is not None else rd.device_ticks()
     t = kinds.get(raw_stars.FILE_TAG)
     tr = kinds.get(raw_ts.FILE_TAG)
 
