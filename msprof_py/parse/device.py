@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
+from msprof_py.parse import plausible
 from msprof_py.parse.cats import frame
 from msprof_py.parse.flip import compute_batch_id
 from msprof_py.parse.meta import ResultDir, Ticks
@@ -40,6 +41,7 @@ def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None 
 
     start = ticks.to_local_ns(t["start"])
     dur = ticks.dur_ns(t["end"].astype(np.int64) - t["start"].astype(np.int64))
+    _plausible(rd, kinds, t, start, dur, warnings)
     fl = tr["flip"]
     flip_time = ticks.to_local_ns(fl["timestamp"])
     batch = compute_batch_id(t["stream_id"], t["task_id"], start, fl["stream_id"], fl["task_id"], flip_time,
@@ -55,3 +57,15 @@ def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None 
     if not len(tasks) and not len(steps):
         warnings.warn(f"{rd.path / 'data'}: no device task or step-trace data")
     return DeviceData(dev, tasks, steps, flips, kinds, kinds.extra_tables({raw_stars.FILE_TAG, raw_ts.FILE_TAG}))
+
+
+def _plausible(rd: ResultDir, kinds: KindReader, t, start: np.ndarray, dur: np.ndarray, warnings: WarningLog) -> None:
+    """Device tasks ending before they start or outside the collection window (warnings only)."""
+    where = kinds.label(raw_stars.FILE_TAG)
+
+    def ident(i: int) -> str:
+        return f"stream {int(t['stream_id'][i])} task {int(t['task_id'][i])}"
+
+    plausible.check_order(warnings, "device tasks", where, dur, ident)
+    plausible.check_window(warnings, "device task starts", where, start, rd.collection_start_ns,
+                           rd.collection_end_ns, ident)

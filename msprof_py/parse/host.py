@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
-from msprof_py.parse import cats
+from msprof_py.parse import cats, plausible
 from msprof_py.parse.cats import frame
 from msprof_py.parse.calltree import CallTree
 from msprof_py.parse.flip import compute_batch_id
@@ -72,6 +72,8 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -
     a = kinds.get(raw_api.FILE_TAG)
     start = ticks.to_local_ns(a["start"])
     end = ticks.to_local_ns(a["end"])
+    plausible.check_window(warnings, "API call starts", kinds.label(raw_api.FILE_TAG), start, rd.collection_start_ns,
+                           rd.collection_end_ns)
     thread_codes, threads = pd.factorize(a["thread_id"], sort=True)
     threads = pd.Index(threads)
     tree = CallTree(thread_codes, start, end, a["level"])

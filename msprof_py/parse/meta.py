@@ -249,8 +249,11 @@ def _duplicated_keys(text: bytes) -> list[str]:
 def _checked(file: Path, data: dict, keys: dict[str, _Check], warnings: WarningLog, where: str = "") -> None:
     """Replace each known key's value by its typed value, or drop it with a warning."""
     for key, (check, what) in keys.items():
-        if key not in data or data[key] in ("", None):
-            continue  # absent / empty: msprof's "unknown"; the readers use their defaults
+        if key not in data:
+            continue
+        if data[key] in ("", None):  # empty: msprof's "unknown"; the readers use their defaults
+            del data[key]
+            continue
         typed = check(data[key])
         if typed is None:
             warnings.warn(f"{file}: {where}{key} = {_show(data[key])} is not {what}; ignored")
