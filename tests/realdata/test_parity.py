@@ -29,13 +29,12 @@ def _known() -> dict[tuple[str, str], str]:
         for n in names:
             k[(n, check)] = reason
 
-    add(("310b_fastgelu",), "op_summary", "310B clock offset (10.2, parse)")
     add(ALL, "op_summary.pmu", "PMU counters (ffts_profile.data) not decoded (pmu issue)")
     add(("310b_fastgelu",), "api_statistic", "Device_id host vs 0, Variance formula, aclrtSetDevice with "
         "begin 0 dropped (10.6)")
-    add(("310b_fastgelu",), "task_time", "310B clock (10.2, parse); kernel_name / kernel_type of msprof's Python path")
+    add(("310b_fastgelu",), "task_time", "kernel_name / kernel_type of msprof's Python path")
     add(ALL, "timeline", "no Overlap Analysis process, no AI Core Freq counter (10.5)")
-    add(("310b_fastgelu",), "timeline.hw", "310B clock (10.2, parse); Task Type of msprof's Python path")
+    add(("310b_fastgelu",), "timeline.hw", "Task Type of msprof's Python path")
     add(ALL_910B, "timeline.flows", "no HostToDevice flows on CANN 9.0 (10.5)")
     add(ALL_910B, "db", "unified DB row counts differ (AICORE_FREQ, ENUM_*, STRING_IDS, COMPUTE_TASK_INFO)")
     add(ALL_910B, "db.task", "task types / kernel names in TASK and COMPUTE_TASK_INFO (10.1, 10.4)")
