@@ -66,6 +66,7 @@ def event_counts(cost, events: tuple[int, ...], cycles: np.ndarray, busy_ns: flo
     busy = max(busy_ns, 1e-9)
     out = np.zeros((len(cycles), raw.N_COUNTERS), np.float64)
     vec = min(cost.pipes.get("vector", 0.0) / busy, 1.0)
+    mem = cost.pipes.get("mte2", 0.0) + cost.pipes.get("mte3", 0.0)
     cube = min(cost.pipes.get("cube", 0.0) / busy, 1.0)
     int8 = dtype in ("INT8", "INT32")
     scale = np.ones(len(cycles)) if scale is None else np.asarray(scale, np.float64)
@@ -73,7 +74,11 @@ def event_counts(cost, events: tuple[int, ...], cycles: np.ndarray, busy_ns: flo
     hit = L2_HIT_SMALL * min(1.0, L2_BYTES / max(cost.bytes, 1))
     for slot, ev in enumerate(events[:raw.N_COUNTERS]):
         if ev in PIPE_EVENTS:
-            frac = min(cost.pipes.get(PIPE_EVENTS[ev], 0.0) / busy, 1.0)
+            pipe = PIPE_EVENTS[ev]
+            if pipe in ("mte2", "mte3"):  # loads and stores stream concurrently through the memory phase
+                frac = min(mem / busy, 1.0) if cost.pipes.get(pipe, 0.0) > 0 else 0.0
+            else:
+                frac = min(cost.pipes.get(pipe, 0.0) / busy, 1.0)
             v = cycles * frac
         elif ev in (0x416, 0x49):  # cube fp instructions
             v = cycles * cube * (0.0 if int8 else 1.0)
