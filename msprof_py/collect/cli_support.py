@@ -13,8 +13,9 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from msprof_py.collect.options import load_options
+from msprof_py.collect.options import ProfilingOptions, load_options
 from msprof_py.collect.session import CollectResult, collect, ensure_output
 from msprof_py.errors import InvalidParamError, WarningLog, WorkloadError
 from msprof_py.raw import files
@@ -57,6 +58,26 @@ def run_collect(req: CollectRequest, warnings: WarningLog) -> CollectResult:
         target = workloads.get_workload(req.workload, **params)  # WorkloadError lists the valid names
     return collect(target, output=output, options=opts, devices=req.devices, iterations=req.iterations,
                    seed=req.seed, fixed_clock=req.fixed_clock, slice_bytes=slice_bytes, warnings=warnings)
+
+
+def model_target(req: CollectRequest, warnings: WarningLog, option: str) -> tuple[Any, ProfilingOptions, str]:
+    """For options that need a model (``--ranks``, ``--tune-bank``): the workload or graph file,
+    the profiling options and the output folder (checked writable); one-line errors otherwise."""
+    from msprof_py.runtime import workloads
+
+    if req.command:
+        raise InvalidParamError(f"{option} works with --workload or --graph, not with a Python script")
+    if bool(req.workload) == bool(req.graph_file):
+        raise InvalidParamError(f"give exactly one of --workload NAME or --graph FILE with {option}")
+    opts = load_options(req.options, warnings)
+    output = req.output if req.output is not None else opts.output
+    if output is None:
+        raise InvalidParamError("no output directory: pass --output or set \"output\" in --options")
+    ensure_output(Path(output))
+    params = {} if req.batch_size is None else {"batch": req.batch_size}
+    target = (workloads.load_graph_file(req.graph_file, **params) if req.graph_file
+              else workloads.get_workload(req.workload, **params))
+    return target, opts, output
 
 
 def _run_script(req: CollectRequest, output: str, slice_bytes: int, warnings: WarningLog) -> CollectResult:
