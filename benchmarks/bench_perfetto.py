@@ -36,6 +36,44 @@ def timed(fn):  # type: ignore[no-untyped-def]
     return out, time.perf_counter() - t0, time.process_time() - c0
 
 
+def verify(session, files, ctx, browser: bool) -> None:  # type: ignore[no-untyped-def]
+    """Every X/C event once, each flow's s and f in one file, every file with all metadata."""
+    import orjson
+
+    from msprof_py.export.timeline import build_timeline
+
+    want_x = want_flows = 0
+    for d in device_ids(session):
+        tl = build_timeline(session, d, ExportContext())
+        want_x += tl.slice_count() + sum(len(c) for c in tl.counters)
+        want_flows += sum(len(f) for f in tl.flows)
+    got_x = got_flows = 0
+    metas = set()
+    for p in files:
+        ev = orjson.loads(p.read_bytes())
+        metas.add(sum(e["ph"] == "M" for e in ev))
+        got_x += sum(e["ph"] in ("X", "C") for e in ev)
+        s = {e["id"] for e in ev if e["ph"] == "s"}
+        assert s == {e["id"] for e in ev if e["ph"] == "f"}, p
+        got_flows += len(s)
+        del ev
+    assert (got_x, got_flows) == (want_x, want_flows), ((got_x, got_flows), (want_x, want_flows))
+    print(f"verified: {got_x:,} X/C events and {got_flows:,} flows once each; {len(files)} files; "
+          f"metadata events per file: {sorted(metas)}")
+    if browser:
+        from tests.export.perfetto_ui import load_and_query
+
+        sql = {"errors": "select name, value from stats where value > 0 and severity in ('error', 'data_loss')",
+               "slices": "select count(*) as n from slice", "flows": "select count(*) as n from flow"}
+        n_s = n_f = 0
+        for p in files:
+            r = load_and_query(p, sql)
+            assert r["state"] == "ready" and r["queries"]["errors"] == [], (p, r)
+            n_s += r["queries"]["slices"][0]["n"]
+            n_f += r["queries"]["flows"][0]["n"]
+        print(f"Perfetto UI: all {len(files)} files open with zero import errors; {n_s:,} slices, {n_f:,} flows")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workload", default="resnet50")
@@ -43,6 +81,10 @@ def main() -> None:
     ap.add_argument("--devices", type=int, default=2)
     ap.add_argument("--slice-size", type=float, default=None)
     ap.add_argument("--tmp", default="/tmp")
+    ap.add_argument("--verify", action="store_true",
+                    help="with --slice-size: read every slice back (every event once, flows whole, metadata in "
+                         "each) and, with --browser, open each in the Perfetto UI (tests/export/perfetto_ui.py)")
+    ap.add_argument("--browser", action="store_true")
     a = ap.parse_args()
     from msprof_py.collect import collect
     from msprof_py.parse.session import load
@@ -63,6 +105,8 @@ def main() -> None:
             files, wall, cpu = timed(lambda: [p for d in device_ids(session)
                                               for p in json_ex.write(session, out, Naming(d), ctx)])
             sizes = [p.stat().st_size for p in files]
+            if a.verify:
+                verify(session, files, ctx, a.browser)
             print(f"| {date} | {what} | msprof_*.json --slice-size {a.slice_size:g} | {len(files)} files, "
                   f"largest {max(sizes) / 1e6:.1f} MB, total {sum(sizes) / 1e6:.1f} MB | {wall:.2f} s | {cpu:.2f} s "
                   f"| {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB | {machine} |")

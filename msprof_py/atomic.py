@@ -2,9 +2,14 @@
 
 A reader (or a crash, a full disk, a Ctrl-C) therefore never sees a half-written output: the
 target is either its old self or the complete new file, and the temporary file is removed on
-any exception.  Temporary files are ``.{name}.{random}.tmp`` in the target's directory (the
+any exception.  Temporary files are ``.{name}.{pid}-{random}.tmp`` in the target's directory (the
 rename must not cross file systems) and are created with mode ``0666 & ~umask`` like any file
 ``open()`` makes (``tempfile.mkstemp`` would make them 0600).
+
+A process killed with SIGKILL cannot remove its temporary files; the pid in their names lets the
+next run remove exactly those whose writer is dead (:func:`clean_dead`), and nothing else.
+A full disk (ENOSPC / EDQUOT) is always a one-line :class:`DiskFullError` naming the target and
+how much was written or needed and how much is free.
 
 A leaf module: only the standard library and :mod:`msprof_py.errors`, so every stage may use it.
 """
@@ -12,7 +17,10 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,12 +29,61 @@ from typing import IO, Any
 from msprof_py.errors import InvalidPathError
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+TMP_RE = re.compile(r"^\..+\.(?P<pid>\d+)-[0-9a-f]{8}\.tmp$")
+SCRATCH_PREFIX = ".msprof_py_scratch_"
+SCRATCH_RE = re.compile(r"^\.msprof_py_scratch_(?P<pid>\d+)-")
+
+
+class DiskFullError(InvalidPathError, OSError):
+    """No space left (or quota exceeded) while writing an output.  Also an ``OSError`` with
+    errno ENOSPC, so code that already handles a failed write (a cache that is optional, a
+    repository written best-effort) keeps handling it; ``str()`` is the one-line message."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(errno.ENOSPC, message)
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def _free(folder: Path) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def disk_full(path: str | os.PathLike[str], *, written: int | None = None, needed: int | None = None) -> DiskFullError:
+    """The one-line error for a full disk while writing ``path``."""
+    path = Path(path)
+    free = _free(path.parent)
+    if needed is not None:
+        amount = f"needed {_human(needed)}"
+    elif written is not None:
+        amount = f"needed more than the {_human(written)} written when the disk filled"
+    else:
+        amount = "not even an empty file could be created"
+    where = f", {_human(free)} free there" if free is not None else ""
+    return DiskFullError(f"{path}: no space left on device ({amount}{where}); free some space and run again")
+
+
+def is_disk_full(err: BaseException) -> bool:
+    return isinstance(err, OSError) and err.errno in _FULL
 
 
 def _create(path: Path) -> Path:
     """A new empty file beside ``path``; the kernel applies the umask to 0666."""
     for _ in range(100):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
         try:
             os.close(os.open(tmp, _FLAGS, 0o666))
             return tmp
@@ -36,13 +93,14 @@ def _create(path: Path) -> Path:
 
 
 @contextmanager
-def temp_path(path: str | os.PathLike[str], *, error: str | None = None) -> Iterator[Path]:
+def temp_path(path: str | os.PathLike[str], *, error: str | None = None, size: int | None = None) -> Iterator[Path]:
     """Yield the path of a new empty temporary file beside ``path`` for writers that want a
     file name (pandas, sqlite, matplotlib); rename it to ``path`` when the block completes,
     remove it on any exception (KeyboardInterrupt included).
 
     ``error``: when given, an ``OSError`` (from creating, writing or renaming) becomes
     ``InvalidPathError("{path}: {error} ({strerror})")``; otherwise it propagates unchanged.
+    A full disk is always a :class:`DiskFullError` (``size``: the bytes to be written, if known).
     """
     path = Path(path)
     try:
@@ -50,26 +108,40 @@ def temp_path(path: str | os.PathLike[str], *, error: str | None = None) -> Iter
         try:
             yield tmp
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
+            written = _size(tmp)
             tmp.unlink(missing_ok=True)
+            if is_disk_full(exc) and not isinstance(exc, DiskFullError):
+                raise disk_full(path, written=written, needed=size) from None
             raise
     except OSError as err:
+        if isinstance(err, DiskFullError):
+            raise
+        if is_disk_full(err):
+            raise disk_full(path, needed=size) from None
         if error is None:
             raise
         raise InvalidPathError(f"{path}: {error} ({err.strerror or err})") from None
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 @contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "wb", *, encoding: str | None = None,
-                error: str | None = None) -> Iterator[IO[Any]]:
+                error: str | None = None, size: int | None = None) -> Iterator[IO[Any]]:
     """Like ``open(path, mode)`` (a writing mode) through :func:`temp_path`."""
-    with temp_path(path, error=error) as tmp, open(tmp, mode, encoding=encoding) as fp:
+    with temp_path(path, error=error, size=size) as tmp, open(tmp, mode, encoding=encoding) as fp:
         yield fp
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes, *, error: str | None = None) -> Path:
     """Write ``data`` to ``path`` atomically; returns ``path``."""
-    with atomic_open(path, "wb", error=error) as fp:
+    with atomic_open(path, "wb", error=error, size=len(data)) as fp:
         fp.write(data)
     return Path(path)
 
@@ -80,3 +152,51 @@ def write_text(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-
     with atomic_open(path, "w", encoding=encoding, error=error) as fp:
         fp.write(text)
     return Path(path)
+
+
+def scratch_dir(parent: str | os.PathLike[str]) -> Path:
+    """A new private scratch directory in ``parent`` named with this process's pid (so
+    :func:`clean_dead` can tell whether its owner is still running)."""
+    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent))
+
+
+def clean_dead(folder: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files and scratch dirs in ``folder`` left by a msprof_py process
+    that is no longer running (killed with SIGKILL, power loss); returns what was removed.
+
+    Only names this module makes (``.{name}.{pid}-{8 hex}.tmp``, ``.msprof_py_scratch_{pid}-*``)
+    are touched, and only when no process has that pid (a live one, ours or another user's,
+    keeps its files).  Errors are ignored: cleaning is best effort."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for e in entries:
+        m = TMP_RE.match(e.name) if e.is_file(follow_symlinks=False) else (
+            SCRATCH_RE.match(e.name) if e.is_dir(follow_symlinks=False) else None)
+        if m is None or _alive(int(m["pid"])):
+            continue
+        try:
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+            removed.append(Path(e.path))
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    if pid <= 0 or pid > 2**22:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, owned by someone else
+        return True
+    return True

@@ -67,10 +67,26 @@ class WarningLog:
     """Warnings collected while working, printed once at the end (deduplicated, in order)."""
 
     messages: list[str] = field(default_factory=list)
+    _tallies: dict[str, tuple[int, int, str]] = field(default_factory=dict, repr=False, compare=False)
 
     def warn(self, message: str) -> None:
         if message not in self.messages:
             self.messages.append(message)
+
+    def tally(self, problem: str, count: int, first: str) -> None:
+        """One warning per kind of ``problem``, however often it is met: ``"{problem}: N
+        found, the first at {first}"`` (``first``: file and byte offset, or file and record).
+        Later calls add to N and keep the first place."""
+        if count <= 0:
+            return
+        if problem in self._tallies:
+            index, total, first = self._tallies[problem]
+            total += count
+        else:
+            index, total = len(self.messages), count
+            self.messages.append("")
+        self._tallies[problem] = (index, total, first)
+        self.messages[index] = f"{problem}: {total} found, the first at {first}"
 
     def extend(self, other: "WarningLog") -> None:
         for m in other.messages:

@@ -42,9 +42,9 @@ def test_exception_mid_write_keeps_the_target_and_removes_the_temp_file(tmp_path
 
 def test_error_message_names_the_path_and_cleans_up(tmp_path: Path) -> None:
     target = tmp_path / "r.json"
-    with pytest.raises(InvalidPathError, match=r"r\.json: cannot write the thing \(No space left on device\)"):
+    with pytest.raises(InvalidPathError, match=r"r\.json: cannot write the thing \(Permission denied\)"):
         with atomic.atomic_open(target, "w", error="cannot write the thing"):
-            raise OSError(28, "No space left on device")
+            raise OSError(13, "Permission denied")
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(InvalidPathError, match="missing/x.txt: cannot write"):
         atomic.write_text(tmp_path / "missing" / "x.txt", "x", error="cannot write")

@@ -82,10 +82,16 @@ class SimMeasurer:
         return us
 
     def model_ms(self, workload: "Workload", tuning: dict[str, "TuneChoice"] | None, *, label: str = "") -> float:
-        """Median iteration span (ms) of ``workload`` on one device."""
+        """Median iteration span (ms) of ``workload`` on one device.  A single-op workload has no
+        model and so no step trace: its "iteration" is then one round of its operator calls, and
+        the span is their device time (sum of task durations / iterations; every round is the same
+        calls, so that is the mean, not a median of separate samples)."""
         res = self._run(workload, tuning or None)
         steps = res.truth_steps
-        span = (steps["end_sim_ns"] - steps["start_sim_ns"]).to_numpy()
+        if len(steps):
+            span = (steps["end_sim_ns"] - steps["start_sim_ns"]).to_numpy()
+        else:
+            span = np.array([int(res.truth["dur_ns"].sum()) // self.iterations], np.int64)
         ms = float(np.median(span)) / 1e6
         self.log.append({"what": "model", "label": label, "workload": workload.name, "ms": ms,
                          "tuned_ops": len(tuning or {}), "samples_ns": [int(x) for x in span]})

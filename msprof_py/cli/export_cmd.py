@@ -16,7 +16,7 @@ from msprof_py.cli import print_warnings, run_guarded
               help="text: timelines + summaries + msprof_*.db; db: only the unified DB; perfetto: only the "
                    "native Perfetto trace msprof.pftrace (every device in one file).")
 @click.option("--perfetto", is_flag=True, help="With --type text: also write msprof.pftrace next to the JSON.")
-@click.option("--slice-size", "slice_size", type=click.FloatRange(min=1, min_open=False), default=None,
+@click.option("--slice-size", "slice_size", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="MB", help="Split each msprof_*.json into msprof_*_slice_N.json files under MB megabytes "
                                  "each (cut between iterations or in time; flows never cut).")
 @click.option("--model-id", type=int, default=None, help="Export one iteration of this model (with --iteration-id).")

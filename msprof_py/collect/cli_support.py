@@ -46,18 +46,41 @@ def run_collect(req: CollectRequest, warnings: WarningLog) -> CollectResult:
     if output is None:
         raise InvalidParamError("no output directory: pass --output or set \"output\" in --options")
     slice_bytes = req.slice_bytes or files.DEFAULT_SLICE_BYTES
-    ensure_output(Path(output))  # fail before any work is done
-    if req.command:
-        return _run_script(req, output, slice_bytes, warnings)
-    from msprof_py.runtime import workloads
+    made = _new_dirs(Path(output))
+    try:
+        ensure_output(Path(output))  # fail before any work is done
+        if req.command:
+            return _run_script(req, output, slice_bytes, warnings)
+        from msprof_py.runtime import workloads
 
-    params = {} if req.batch_size is None else {"batch": req.batch_size}
-    if req.graph_file:
-        target = workloads.load_graph_file(req.graph_file, **params)  # WorkloadError naming the file
-    else:
-        target = workloads.get_workload(req.workload, **params)  # WorkloadError lists the valid names
-    return collect(target, output=output, options=opts, devices=req.devices, iterations=req.iterations,
-                   seed=req.seed, fixed_clock=req.fixed_clock, slice_bytes=slice_bytes, warnings=warnings)
+        params = {} if req.batch_size is None else {"batch": req.batch_size}
+        if req.graph_file:
+            target = workloads.load_graph_file(req.graph_file, **params)  # WorkloadError naming the file
+        else:
+            target = workloads.get_workload(req.workload, **params)  # WorkloadError lists the valid names
+        return collect(target, output=output, options=opts, devices=req.devices, iterations=req.iterations,
+                       seed=req.seed, fixed_clock=req.fixed_clock, slice_bytes=slice_bytes, warnings=warnings)
+    except BaseException:
+        _remove_if_empty(made)  # a failed collect leaves nothing behind, not even the folder it made
+        raise
+
+
+def _new_dirs(output: Path) -> list[Path]:
+    """The folders ``ensure_output`` is about to create (deepest first), so a failure can remove them."""
+    made = []
+    p = output.absolute()
+    while not p.exists() and p != p.parent:
+        made.append(p)
+        p = p.parent
+    return made
+
+
+def _remove_if_empty(dirs: list[Path]) -> None:
+    for d in dirs:
+        try:
+            d.rmdir()  # only an empty folder: never anything a user (or another run) put there
+        except OSError:
+            return
 
 
 def model_target(req: CollectRequest, warnings: WarningLog, option: str) -> tuple[Any, ProfilingOptions, str]:

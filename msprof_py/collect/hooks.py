@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from msprof_py.collect.options import ProfilingOptions
-from msprof_py.collect.slices import SliceStream
+from msprof_py.collect.slices import SliceStream, write_whole
 from msprof_py.errors import WarningLog
 from msprof_py.raw import (api_event, common, context_id_info, files, fusion_op_info, graph_id_map, hash_dic,
                            hccl_info, hccl_op_info, memcpy_info, node_basic_info, stars_soc, task_track,
@@ -149,11 +149,11 @@ class CollectorHooks:
         """Close every slice and write the hash / type dictionaries (host, unaging)."""
         self.close_streams()
         data = self.root / files.HOST_DIR / "data"
-        (data / files.host_data_name(False, hash_dic.HASH_FILE_TAG, 0)).write_bytes(
-            hash_dic.encode_hash_dic(self.names))
+        write_whole(data / files.host_data_name(False, hash_dic.HASH_FILE_TAG, 0),
+                    hash_dic.encode_hash_dic(self.names))
         types = sorted(self.types.items())
-        (data / files.host_data_name(False, hash_dic.TYPE_FILE_TAG, 0)).write_bytes(
-            hash_dic.encode_type_dic((lv, ty, name) for (lv, ty), name in types))
+        write_whole(data / files.host_data_name(False, hash_dic.TYPE_FILE_TAG, 0),
+                    hash_dic.encode_type_dic((lv, ty, name) for (lv, ty), name in types))
 
     def close_streams(self) -> None:
         for stream in self._streams.values():

@@ -16,9 +16,10 @@ Switch -> what gets written (everything defaults to "on"):
 | runtime_api             | host api_event records of level runtime (5000)                      |
 | hccl                    | level communication (5500) api/events, hccl_info, hccl_op_info      |
 
-``aic_metrics``, ``fp_point`` and ``bp_point`` are validated and recorded in sample.json;
-``fp_point`` / ``bp_point`` (op names) also move the FP / BP step-trace tags to those ops' start /
-end (a warning when the op is not in the run); the simulator has no PMU counters, so
+``aic_metrics`` is validated and recorded in sample.json (msprof_py.collect.sample_json says
+which switch lands in which key); ``fp_point`` / ``bp_point`` (op names) move the FP / BP
+step-trace tags to those ops' start / end (a warning when the op is not in the run); the
+simulator has no PMU counters, so
 ``aic_metrics`` does not add data.  Unknown keys are warnings;
 a bad value or malformed JSON is an :class:`~msprof_py.errors.InvalidParamError` naming the key
 or the line/column.
@@ -61,28 +62,6 @@ class ProfilingOptions:
 
     def on(self, switch: str) -> bool:
         return getattr(self, switch) != "off"
-
-    def sample_json(self, device_ids: list[int]) -> dict[str, Any]:
-        """The ``sample.json`` content (msprof's key names) for these switches."""
-        return {
-            "devices": ",".join(str(d) for d in device_ids),
-            "ai_core_profiling": "on",
-            "ai_core_profiling_mode": "task-based",
-            "aiv_profiling": "on",
-            "aiv_profiling_mode": "task-based",
-            "ai_core_metrics": self.aic_metrics,
-            "prof_level": "l1" if self.task_time in ("on", "off") else self.task_time,
-            "task_time": self.task_time,
-            "training_trace": self.training_trace,
-            "task_trace": "off" if self.task_time == "off" else "on",
-            "ascendcl": self.ascendcl,
-            "model_execution": self.model_execution,
-            "runtime_api": self.runtime_api,
-            "hccl": self.hccl,
-            "fp_point": self.fp_point,
-            "bp_point": self.bp_point,
-            **{k: v for k, v in sorted(self.extra.items())},
-        }
 
 
 def load_options(source: str | os.PathLike[str] | Mapping[str, Any] | ProfilingOptions | None,

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator, Mapping
 from msprof_py.collect.hooks import CollectorHooks
 from msprof_py.collect.metadata import RunInfo, write_metadata
 from msprof_py.collect.options import ProfilingOptions, load_options
+from msprof_py.collect.slices import DONE_SUFFIX
 from msprof_py.errors import InvalidParamError, InvalidPathError, WarningLog
 from msprof_py.raw import files
 from msprof_py.runtime.clock import SimClock
@@ -112,8 +113,8 @@ class ProfileSession:
         run = self.run_info
         try:
             self.hooks.close()
-            write_metadata(self.tmp_dir, run, self.options)
             final = self._final_name()
+            write_metadata(self.tmp_dir, run, self.options, final)
             os.rename(self.tmp_dir, final)
         except OSError as err:
             raise InvalidPathError(f"cannot write PROF directory in {self.output}: {err}") from None
@@ -205,4 +206,4 @@ def ensure_output(output: Path) -> None:
 
 
 def _count_data_files(prof_dir: Path) -> int:
-    return sum(1 for p in prof_dir.glob("*/data/*") if p.is_file())
+    return sum(1 for p in prof_dir.glob("*/data/*") if p.is_file() and not p.name.endswith(DONE_SUFFIX))

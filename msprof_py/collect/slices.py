@@ -7,6 +7,9 @@ slice and end in the next; a reader concatenates the slices in numeric order.
 
 Memory stays bounded: bytes go straight to the open slice file through a fixed-size write
 buffer; nothing is kept per record.
+
+Every closed slice gets its ``<slice>.done`` marker, as CANN's collector writes it:
+``filesize:<bytes>\nstarttime:0\nendtime  :0\n``.
 """
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ class SliceStream:
         self.total_bytes = 0
         self.slices = 0
         self._file = None
+        self._path: Path | None = None
+        self._written = 0  # bytes in the current slice
         self._room = 0  # bytes left in the current slice
 
     def write(self, data: bytes | memoryview | np.ndarray) -> None:
@@ -52,18 +57,35 @@ class SliceStream:
             self._file.write(view[pos:pos + n])
             pos += n
             self._room -= n
+            self._written += n
         self.total_bytes += end
 
     def _roll(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        path = self.directory / self.name_of(self.slices)
-        self._file = open(path, "wb", buffering=_WRITE_BUFFER)  # noqa: SIM115 - closed in close()/_roll()
+        self.close()
+        self._path = self.directory / self.name_of(self.slices)
+        self._file = open(self._path, "wb", buffering=_WRITE_BUFFER)  # noqa: SIM115 - closed in close()/_roll()
         self.slices += 1
+        self._written = 0
         self._room = self.slice_bytes
 
     def close(self) -> None:
+        """Close the open slice and write its ``.done`` marker."""
         if self._file is not None:
             self._file.close()
             self._file = None
+            write_done(self._path, self._written)
+
+
+DONE_SUFFIX = ".done"
+
+
+def write_done(path: Path, size: int) -> None:
+    """The ``<data file>.done`` marker CANN's collector writes once a data file is complete."""
+    path.with_name(path.name + DONE_SUFFIX).write_bytes(f"filesize:{size}\nstarttime:0\nendtime  :0\n".encode())
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """A data file written in one go (the dictionaries), with its ``.done`` marker."""
+    path.write_bytes(data)
+    write_done(path, len(data))
 

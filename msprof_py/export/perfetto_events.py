@@ -140,7 +140,7 @@ class BlockEncoder:
         self.flows_in: list[tuple[np.ndarray, np.ndarray]] = []
 
     @staticmethod
-    def attach_flows(encoders: list["BlockEncoder"], flows: list[Flows], tracks: Any) -> int:
+    def attach_flows(encoders: list["BlockEncoder"], flows: list[Flows]) -> int:
         """Put each flow's id on the slice starting at its ``s`` end (the launch) and at its ``f``
         end (the device task), on the same thread; the longest such slice when several start
         there.  Returns how many flows found no slice at an end (left out)."""

@@ -72,23 +72,31 @@ def _int32(v: int) -> int:
     return ((int(v) + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
+def _pairs(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (pid, tid) of a block (cheap when the block is on one process)."""
+    pid, tid = np.asarray(pid, np.int64), np.asarray(tid, np.int64)
+    if len(pid) and pid.min() == pid.max():
+        t = pd.unique(tid)
+        return np.full(len(t), pid[0], np.int64), np.asarray(t, np.int64)
+    df = pd.DataFrame({"p": pid, "t": tid}).drop_duplicates()
+    return df["p"].to_numpy(np.int64), df["t"].to_numpy(np.int64)
+
+
 class Tracks:
     """Track uuids: one per process, per (pid, tid) thread and per counter series."""
 
     def __init__(self, tl: Timeline) -> None:
-        pids = [np.asarray(s.pid, np.int64) for s in tl.slices]
-        tids = [np.asarray(s.tid, np.int64) for s in tl.slices]
+        pairs = [_pairs(s.pid, s.tid) for s in tl.slices]
         for f in tl.flows:
-            pids += [f.s_pid, f.f_pid]
-            tids += [f.s_tid, f.f_tid]
+            pairs += [_pairs(f.s_pid, f.s_tid), _pairs(f.f_pid, f.f_tid)]
         for e in tl.meta.events:
             if e["name"].startswith("thread_"):
-                pids.append(np.array([e["pid"]], np.int64))
-                tids.append(np.array([e["tid"]], np.int64))
-        pt = pd.DataFrame({"pid": np.concatenate(pids) if pids else np.array([], np.int64),
-                           "tid": np.concatenate(tids) if tids else np.array([], np.int64)})
+                pairs.append((np.array([e["pid"]], np.int64), np.array([e["tid"]], np.int64)))
+        pt = pd.DataFrame({"pid": np.concatenate([p for p, _ in pairs]) if pairs else np.array([], np.int64),
+                           "tid": np.concatenate([t for _, t in pairs]) if pairs else np.array([], np.int64)})
         pt = pt.drop_duplicates().sort_values(["pid", "tid"], kind="stable").reset_index(drop=True)
         self.threads = pd.MultiIndex.from_arrays([pt["pid"].to_numpy(), pt["tid"].to_numpy()])
+        self._pid_col, self._tid_col = pt["pid"].to_numpy(np.int64), pt["tid"].to_numpy(np.int64)
         procs = sorted(set(pt["pid"].tolist()) | {int(c.pid) for c in tl.counters}
                        | {int(e["pid"]) for e in tl.meta.events})
         self.process_uuid = {p: i + 1 for i, p in enumerate(procs)}
@@ -103,6 +111,10 @@ class Tracks:
                     nxt += 1
 
     def thread_uuids(self, pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+        pid, tid = np.asarray(pid, np.int64), np.asarray(tid, np.int64)
+        if len(pid) and pid.min() == pid.max():  # one process (most layers): a sorted lookup
+            lo, hi = np.searchsorted(self._pid_col, [pid[0], pid[0] + 1])
+            return (lo + np.searchsorted(self._tid_col[lo:hi], tid) + self.thread_base).astype(np.uint64)
         idx = self.threads.get_indexer(pd.MultiIndex.from_arrays([np.asarray(pid, np.int64),
                                                                   np.asarray(tid, np.int64)]))
         return (idx + self.thread_base).astype(np.uint64)
@@ -221,7 +233,7 @@ def trace_chunks(tl: Timeline, ctx: ExportContext | None = None) -> Iterator[byt
     tracks = Tracks(tl)
     interner = Interner()
     encoders = [BlockEncoder(s, tracks.thread_uuids(s.pid, s.tid), interner) for s in tl.slices]
-    dropped = BlockEncoder.attach_flows(encoders, tl.flows, tracks)
+    dropped = BlockEncoder.attach_flows(encoders, tl.flows)
     if dropped and ctx is not None:
         ctx.warnings.warn(f"native trace: {dropped} flows have no slice starting at one of their ends "
                           "on its thread and were left out")

@@ -253,5 +253,21 @@ class RowBuilder:
             while pending:
                 yield pending.popleft().result()
 
+    def row_lengths(self, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+        """Bytes of each row's text (rendered chunk by chunk and counted, not kept)."""
+        out = np.empty(self.n, dtype=np.int64)
+        if self.n == 0:
+            return out
+        rows = min(chunk_rows, self.n)
+        buf, offsets = self._buffer(rows)
+        for start in range(0, self.n, rows):
+            stop = min(start + rows, self.n)
+            view = buf[:stop - start]
+            for (w, _, fill), off in zip(self._segs, offsets):
+                if fill is not None:
+                    fill(view[:, off:off + w], start, stop)
+            out[start:stop] = np.count_nonzero(view, axis=1)
+        return out
+
     def to_bytes(self) -> bytes:
         return b"".join(self.chunks())

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,7 +19,7 @@ from typing import Any
 
 import click
 
-from msprof_py.atomic import atomic_open
+from msprof_py.atomic import atomic_open, clean_dead, disk_full, is_disk_full, scratch_dir
 from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, WarningLog
 from msprof_py.export import base
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
@@ -154,17 +153,19 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
     stamp = collection_stamp(session)
     out_dir = prof / OUTPUT_DIR
     log_lines: list[str] = []
-    try:
-        if options.type != "db":
-            out_dir.mkdir(exist_ok=True)
-        (prof / LOG_DIR).mkdir(exist_ok=True)
-    except OSError as err:
-        raise InvalidPathError(f'Cannot create "{out_dir}" ({err.strerror or err}).') from None
+    for folder in ([out_dir] if options.type != "db" else []) + [prof / LOG_DIR]:
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError as err:  # name the folder that failed (db mode makes no output dir)
+            raise InvalidPathError(f'Cannot create "{folder}" ({err.strerror or err}).') from None
+    for folder in (prof, out_dir, prof / LOG_DIR, prof / CACHE_DIR):  # what a killed export left
+        log_lines += [f"[INFO] removed {p.name}, left by an export that was killed" for p in clean_dead(folder)]
     naming = Naming(None, options.model_id if selected else None, options.iteration_id if selected else None,
                     options.summary_format, stamp)
-    ctx = ExportContext(warnings=WarningLog(), layers=layers)
+    ctx = ExportContext(warnings=WarningLog(), layers=layers,
+                        slice_bytes=int(options.slice_size_mb * 1_000_000) if options.slice_size_mb else None)
     if options.type != "db":  # rendered timeline layers shared between files; removed below
-        ctx.scratch = Path(tempfile.mkdtemp(prefix=".msprof_py_scratch_", dir=out_dir))
+        ctx.scratch = scratch_dir(out_dir)
     written: list[tuple[base.Exporter, Path]] = []
     jobs = _jobs(view, options)
     bar = click.progressbar(length=len(jobs), label=f"exporting {prof.name}", file=sys.stderr) \
@@ -176,7 +177,10 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
             target = prof if ex.kind == "db" else out_dir
             # the DB covers the whole collection, whatever model/iteration was selected
             src = session if ex.kind == "db" else view
-            paths = ex.write(src, target, naming.for_device(dev), ctx)
+            try:
+                paths = ex.write(src, target, naming.for_device(dev), ctx)
+            except OSError as err:  # one line naming the file, whatever the exporter was doing
+                raise _write_error(err, target) from None
             written += [(ex, p) for p in paths]
             log_lines += [f"[INFO] wrote {p.name} ({p.stat().st_size} bytes)" for p in paths]
             if bar is not None:
@@ -196,6 +200,15 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
     _write_log(prof / LOG_DIR, log_lines)
     result.warnings.extend(ctx.warnings)
     result.files += [(p, p.stat().st_size) for _, p in written]
+
+
+def _write_error(err: OSError, folder: Path) -> MsprofError:
+    if isinstance(err, MsprofError):  # atomic's DiskFullError: already worded
+        return err
+    where = Path(err.filename) if err.filename else folder
+    if is_disk_full(err):
+        return disk_full(where)
+    return InvalidPathError(f"{where}: cannot write ({err.strerror or err})")
 
 
 def write_readme(out_dir: Path, written: list[tuple[Any, Path]]) -> Path:

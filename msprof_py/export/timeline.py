@@ -426,7 +426,8 @@ def json_array(chunks: Iterator[bytes]) -> Iterator[bytes]:
     yield (prev[:-2] + b"\n]\n") if prev else b"]\n"
 
 
-def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
+def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> None:
+    """Warn about events viewers would drop, and fit nested durations to the viewers' grid."""
     for p in tl.problems(skip=set(ctx.rendered)):
         ctx.warnings.warn(f"{path.name}: {p} (viewers drop or misdraw such events)")
     changed = tl.fit_viewer(skip=set(ctx.rendered))
@@ -435,6 +436,10 @@ def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> P
                          "sibling's start; their dur was written up to 1 us shorter so they stay nested in viewers "
                          "that read ts as doubles (0.25 us resolution at epoch times); exact durations are in the "
                          "summaries")
+
+
+def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
+    check_timeline(tl, path, ctx)
     size = 0
     with atomic_open(path) as fp:
         for c in json_array(tl.chunks(ctx)):
@@ -456,7 +461,17 @@ class MsprofTimeline:
         tl = build_timeline(session, naming.device_id or 0, ctx)
         if not tl:
             return []
-        return [write_timeline(tl, out_dir / naming.file("msprof", "json"), ctx, "timeline")]
+        path = out_dir / naming.file("msprof", "json")
+        if ctx.slice_bytes:
+            from msprof_py.export.timeline_slices import write_sliced
+
+            check_timeline(tl, path, ctx)
+            return write_sliced(tl, path, ctx, ctx.slice_bytes)
+        from msprof_py.export.timeline_slices import remove_stale
+
+        out = write_timeline(tl, path, ctx, "timeline")
+        remove_stale(path, [out])
+        return [out]
 
 
 register(MsprofTimeline())

@@ -11,6 +11,7 @@ RANK_DEVICE_MAP, HOST_INFO and, when there is communication, COMMUNICATION_OP.
 """
 from __future__ import annotations
 
+import errno
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,10 @@ def write_db(session: Any, path: Path) -> Path:
                 con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
             _fill(con, session)
             con.commit()
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorcode", None) == getattr(sqlite3, "SQLITE_FULL", 13) or "is full" in str(err):
+                raise OSError(errno.ENOSPC, "No space left on device", str(tmp)) from None  # temp_path words it
+            raise
         finally:
             con.close()
     return path

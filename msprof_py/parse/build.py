@@ -10,6 +10,7 @@ import pandas as pd
 from msprof_py.errors import DataError, WarningLog
 from msprof_py.parse import cats, registry, schema
 from msprof_py.parse.cats import frame
+from msprof_py.parse.clocks import clocks_for
 from msprof_py.parse.device import load_device
 from msprof_py.parse.host import HostData, load_host
 from msprof_py.parse.join import join_device
@@ -28,7 +29,8 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     for rd in [host_rd, *dev_rds]:
         if rd is not None and not (rd.path / "data").is_dir():
             warnings.warn(f'There is no "data" directory in "{rd.path}". Collect data failed.')
-    host = load_host(host_rd, warnings) if host_rd is not None else None
+    clk = clocks_for(host_rd, dev_rds)
+    host = load_host(host_rd, warnings, clk.host_ticks()) if host_rd is not None else None
     host_tasks = host.host_tasks if host is not None else _empty_host_tasks()
 
     tasks_parts, steps_parts, ar_parts = [], [], []
@@ -36,7 +38,7 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     seen_devices = set()
     for rd in dev_rds:
         dd = load_device(rd, warnings, host.dicts if host is not None else None,
-                         host.expand_status if host is not None else 0)
+                         host.expand_status if host is not None else 0, clk.device_ticks(rd))
         readers.append(dd.kinds)
         seen_devices.add(dd.device_id)
         mine = host_tasks[host_tasks["device_id"] == dd.device_id]
@@ -133,10 +135,14 @@ def _communication(host: HostData | None, tasks: pd.DataFrame) -> tuple[pd.DataF
     ranks = host.hccl_infos.groupby("hccl_api")["rank_size"].max() if len(host.hccl_infos) else pd.Series(dtype=np.int64)
     comm = spans.merge(ops, on="hccl_api", how="left")
     comm["dur_ns"] = comm["end"] - comm["start_ns"]
-    comm["op_type"] = comm["op_name"].astype(str).map(lambda s: re.sub(r"(_\d+)+$", "", s))
     comm["rank_size"] = comm["hccl_api"].map(ranks).fillna(-1).astype(np.int64)
-    for c, d in (("group_name", "N/A"), ("data_type", "N/A"), ("alg_type", "N/A")):
+    for c, d in (("group_name", "N/A"), ("data_type", "N/A"), ("alg_type", "N/A"), ("group_hash", "N/A"),
+                 ("node_type", "N/A")):
         comm[c] = comm[c].fillna(d).astype(object)
+    # node_basic_info's type of the Node launch ("HcomAllReduce"), else the name without its numbers
+    comm["op_type"] = comm["node_type"].where(comm["node_type"] != "N/A",
+                                              comm["op_name"].astype(str).map(lambda s: re.sub(r"(_\d+)+$", "", s)))
+    comm["op_name"] = _msprof_comm_names(comm)
     comm["count"] = comm["count"].fillna(-1).astype(np.int64)
     comm = comm.sort_values(["device_id", "start_ns"], kind="stable").reset_index(drop=True)
     communication = comm[schema.COMMUNICATION_COLUMNS]
@@ -151,12 +157,13 @@ def _communication(host: HostData | None, tasks: pd.DataFrame) -> tuple[pd.DataF
     rows = dev.merge(pairs, on=["host_row"], how="inner", suffixes=("", "_info"))
     if rows.empty:
         return communication, _frame(schema.COMM_TASK_COLUMNS)
-    op_names = ops.set_index("hccl_api")["op_name"]
+    rows = rows.merge(comm[["device_id", "hccl_api", "iter_id", "op_name"]].rename(columns={"op_name": "big_op"}),
+                      on=["device_id", "hccl_api", "iter_id"], how="left")
     src = np.where(rows["role"] == 1, rows["local_rank"], rows["remote_rank"])
     dst = np.where(rows["role"] == 1, rows["remote_rank"], rows["local_rank"])
     dur = rows["dur_ns"].to_numpy(np.float64)
     ct = frame({
-        "device_id": rows["device_id"], "op_name": rows["hccl_api"].map(op_names).astype(object),
+        "device_id": rows["device_id"], "op_name": rows["big_op"].astype(object),
         "group_name": rows["group_name_info"] if "group_name_info" in rows else rows["group_name"],
         "plane_id": rows["plane_id"], "task_type": rows["name"], "stream_id": rows["stream_id"],
         "task_id": rows["task_id"], "context_id": rows["context_id"], "start_ns": rows["start_ns"],
@@ -167,6 +174,22 @@ def _communication(host: HostData | None, tasks: pd.DataFrame) -> tuple[pd.DataF
         "notify_id": rows["notify_id"], "duration_estimated_us": rows["duration_estimated_us"],
     })
     return communication, ct.sort_values(["device_id", "start_ns"], kind="stable").reset_index(drop=True)
+
+
+def _msprof_comm_names(comm: pd.DataFrame) -> pd.Series:
+    """msprof's name of a communication op run: ``{op}_{group}_{index}_{iteration}``.
+
+    ``group``: the last 3 characters of the op's group name as msprof keeps it (the hash
+    number from hccl_op_info); ``index``: 0, 1, ... over the distinct HCCL calls (by host start)
+    of that group on that device, counted apart for AI CPU ("AicpuKernel") ops; ``iteration``:
+    the run's iter_id.  E.g. ``hcom_allReduce__673_0_1`` in group ...107, second call, iteration
+    2 -> ``hcom_allReduce__673_0_1_107_1_2`` (msprof's hccl_calculator, Python and C++ alike).
+    """
+    raw = comm["op_name"].astype(str)
+    group = comm["group_hash"].astype(str)
+    aicpu = raw.str.contains("AicpuKernel", regex=False)
+    index = comm["first_ns"].groupby([comm["device_id"], group, aicpu]).rank(method="dense").astype(np.int64) - 1
+    return raw + "_" + group.str[-3:] + "_" + index.astype(str) + "_" + comm["iter_id"].astype(np.int64).astype(str)
 
 
 def _memcpy(host: HostData | None) -> pd.DataFrame:

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
+from msprof_py.parse import plausible
 from msprof_py.parse.cats import frame
 from msprof_py.parse.flip import compute_batch_id
-from msprof_py.parse.meta import ResultDir
+from msprof_py.parse.meta import ResultDir, Ticks
 from msprof_py.parse.records.dictionaries import Dictionaries
 from msprof_py.parse.records.parts import DecodeContext
 from msprof_py.parse.registry import DEVICE, KindReader
@@ -28,17 +29,19 @@ class DeviceData:
 
 
 def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None = None,
-                expand_status: int = 0) -> DeviceData:
-    """Parse ``device_{id}/data``; ``expand_status`` comes from the host's expand_stream_spec."""
+                expand_status: int = 0, ticks: Ticks | None = None) -> DeviceData:
+    """Parse ``device_{id}/data``; ``expand_status`` comes from the host's expand_stream_spec,
+    ``ticks`` is the syscnt clock (:mod:`msprof_py.parse.clocks`; default: the dir's own files)."""
     dev = rd.device_id
     ctx = DecodeContext(dicts or Dictionaries(), warnings, expand_status)
     kinds = KindReader(DEVICE, rd.path / "data", ctx, device_id=dev)
-    ticks = rd.device_ticks()
+    ticks = ticks if ticks is not None else rd.device_ticks()
     t = kinds.get(raw_stars.FILE_TAG)
     tr = kinds.get(raw_ts.FILE_TAG)
 
     start = ticks.to_local_ns(t["start"])
     dur = ticks.dur_ns(t["end"].astype(np.int64) - t["start"].astype(np.int64))
+    _plausible(rd, kinds, t, start, dur, warnings)
     fl = tr["flip"]
     flip_time = ticks.to_local_ns(fl["timestamp"])
     batch = compute_batch_id(t["stream_id"], t["task_id"], start, fl["stream_id"], fl["task_id"], flip_time,
@@ -54,3 +57,15 @@ def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None 
     if not len(tasks) and not len(steps):
         warnings.warn(f"{rd.path / 'data'}: no device task or step-trace data")
     return DeviceData(dev, tasks, steps, flips, kinds, kinds.extra_tables({raw_stars.FILE_TAG, raw_ts.FILE_TAG}))
+
+
+def _plausible(rd: ResultDir, kinds: KindReader, t, start: np.ndarray, dur: np.ndarray, warnings: WarningLog) -> None:
+    """Device tasks ending before they start or outside the collection window (warnings only)."""
+    where = kinds.label(raw_stars.FILE_TAG)
+
+    def ident(i: int) -> str:
+        return f"stream {int(t['stream_id'][i])} task {int(t['task_id'][i])}"
+
+    plausible.check_order(warnings, "device tasks", where, dur, ident)
+    plausible.check_window(warnings, "device task starts", where, start, rd.collection_start_ns,
+                           rd.collection_end_ns, ident)

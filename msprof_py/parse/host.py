@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
-from msprof_py.parse import cats
+from msprof_py.parse import cats, plausible
 from msprof_py.parse.cats import frame
 from msprof_py.parse.calltree import CallTree
 from msprof_py.parse.flip import compute_batch_id
-from msprof_py.parse.meta import ResultDir
+from msprof_py.parse.meta import ResultDir, Ticks
 from msprof_py.parse.records import expand_stream_spec, tensor_info
 from msprof_py.parse.records.dictionaries import Dictionaries
 from msprof_py.parse.records.parts import DecodeContext
@@ -58,19 +58,22 @@ class HostData:
     tables: dict = field(default_factory=dict)  # decoded tables of kinds other features registered
 
 
-def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
-    """Parse ``host/data`` of one PROF dir (times converted with the host dir's clocks)."""
+def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -> HostData:
+    """Parse ``host/data`` of one PROF dir; ``ticks``: the host counter clock
+    (:mod:`msprof_py.parse.clocks`; default: the host dir's own files)."""
     ctx = DecodeContext(warnings=warnings)
     kinds = KindReader(HOST, rd.path / "data", ctx)
     kinds.load_text()
     dicts = ctx.dicts
-    ticks = rd.host_ticks()
+    ticks = ticks if ticks is not None else rd.host_ticks()
     pid = int(rd.info.get("pid", -1) or -1) if str(rd.info.get("pid", "")).lstrip("-").isdigit() else -1
 
     # ---------------- API table + call tree
     a = kinds.get(raw_api.FILE_TAG)
     start = ticks.to_local_ns(a["start"])
     end = ticks.to_local_ns(a["end"])
+    plausible.check_window(warnings, "API call starts", kinds.label(raw_api.FILE_TAG), start, rd.collection_start_ns,
+                           rd.collection_end_ns)
     thread_codes, threads = pd.factorize(a["thread_id"], sort=True)
     threads = pd.Index(threads)
     tree = CallTree(thread_codes, start, end, a["level"])
@@ -189,7 +192,8 @@ def load_host(rd: ResultDir, warnings: WarningLog) -> HostData:
     tasks["has_op_info"] = kernel_like & (has_node | (hccl_api >= 0))
     tasks = _expand_contexts(tasks, host_type, ctx_ids, ctx_api)
 
-    comm_ops, hccl_infos = _communication(kinds, ticks, tree, threads, a, item, model_of_api)
+    comm_ops, hccl_infos = _communication(kinds, ticks, tree, threads, a, item, model_of_api,
+                                          api["start_ns"].to_numpy(), node_info["op_type"])
     mem = kinds.get(raw_memcpy.FILE_TAG)
     mem_rt = tree.attach(LEVEL_RUNTIME, _codes_in(threads, mem["thread_id"]), ticks.to_local_ns(mem["timestamp"]))
     memcpy = frame({"runtime_api": mem_rt, "size_bytes": mem["data_size"], "direction": mem["direction"]})
@@ -283,26 +287,43 @@ def _expand_contexts(tasks: pd.DataFrame, host_type: pd.Categorical, ctx: dict, 
     return out
 
 
-def _communication(kinds: KindReader, ticks, tree: CallTree, threads, a, item, model_of_api):
-    """HCCL-level APIs (big ops) with hccl_op_info of their Node launch, and hccl_info records."""
+def _communication(kinds: KindReader, ticks, tree: CallTree, threads, a, item, model_of_api, api_start, node_type):
+    """HCCL-level APIs (big ops) with hccl_op_info of their Node launch, and hccl_info records.
+
+    ``first_ns``: the HCCL API's start (msprof's first_timestamp); ``node_type``: the op type
+    node_basic_info gives the Node launch ("HcomAllReduce"; "N/A" without one)."""
     hccl_idx = np.flatnonzero(a["level"] == LEVEL_HCCL)
     op = kinds.get(raw_hccl_op.FILE_TAG)
     op_node = tree.attach(LEVEL_NODE, _codes_in(threads, op["thread_id"]), ticks.to_local_ns(op["timestamp"]))
     node_anc = tree.ancestors[LEVEL_NODE][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
     model_anc = tree.ancestors[LEVEL_MODEL][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
-    info = frame({"node_api": op_node, "group_name": op["group_name"], "data_type": op["data_type"],
-                         "alg_type": op["alg_type"], "count": op["count"]}).drop_duplicates("node_api", keep="last")
+    info = frame({"node_api": op_node, "group_name": op["group_name"], "group_hash": op["group_hash"],
+                  "data_type": op["data_type"], "alg_type": op["alg_type"],
+                  "count": op["count"]}).drop_duplicates("node_api", keep="last")
+    nt = node_type.index_of(np.maximum(node_anc, 0))
+    nt = np.where(node_anc >= 0, nt, -1)
     ops = frame({"hccl_api": hccl_idx, "node_api": node_anc,
                         "op_name": np.asarray(item, dtype=object)[hccl_idx],
                         "model_id": _at(model_of_api, model_anc, INVALID_U32),
                         "request_id": _at(a["request_id"], model_anc, -1),
-                        "connection_id": a["connection_id"][hccl_idx]})
+                        "connection_id": a["connection_id"][hccl_idx],
+                        "first_ns": np.asarray(api_start)[hccl_idx],
+                        "node_type": _take_text(node_type.values, nt, "N/A")})
     ops = ops.merge(info, on="node_api", how="left")
     hi = kinds.get(raw_hccl_info.FILE_TAG)
     hi_api = tree.attach(LEVEL_HCCL, _codes_in(threads, hi["thread_id"]), ticks.to_local_ns(hi["timestamp"]))
     infos = frame({"hccl_api": hi_api, "timestamp": ticks.to_local_ns(hi["timestamp"]),
                           **{k: v for k, v in hi.items() if k not in ("thread_id", "timestamp")}})
     return ops, infos
+
+
+def _take_text(values, idx: np.ndarray, default: str) -> np.ndarray:
+    """``values[idx]`` as text where ``idx >= 0``, else ``default`` (values: Categorical or array)."""
+    if isinstance(values, pd.Categorical):
+        return np.asarray(cats.take(values, idx, default), dtype=object)
+    out = np.full(len(idx), default, dtype=object)
+    out[idx >= 0] = np.asarray(values, dtype=object)[idx[idx >= 0]]
+    return out
 
 
 def _codes_in(threads: pd.Index, values: np.ndarray) -> np.ndarray:

@@ -139,12 +139,15 @@ class ResultDir:
         devs = self.info.get("DeviceInfo") or []
         return _mhz(devs[0].get("hwts_frequency")) if devs and isinstance(devs[0], dict) else None
 
-    @property
-    def host_monotonic_ns(self) -> int:
-        """host_start.log clock_monotonic_raw + cntvct_diff converted at the host frequency."""
-        hs = self.host_start
+    def host_monotonic_ns(self, diff: bool = True, log: StartLog | None = None) -> int:
+        """host_start.log clock_monotonic_raw, plus (``diff``) cntvct_diff converted at the host
+        frequency and truncated to whole ns (msprof's C++ ``hostMonotonic += diff * 1000 / MHz``).
+        ``log``: another dir's host_start.log (the legacy rule syncs host counters with a device's)."""
+        hs = log if log is not None else self.host_start
         if hs is None:
             return 0
+        if not diff:
+            return hs.clock_monotonic_raw_ns
         f = self.host_mhz
         return hs.clock_monotonic_raw_ns + int(hs.cntvct_diff * 1000 * f.denominator // f.numerator)
 
@@ -162,22 +165,29 @@ class ResultDir:
         end = self.end_info.get("collectionTimeEnd")
         return int(end) * 1000 if end is not None else -1
 
-    def host_ticks(self) -> Ticks:
-        """Host counter clock; with the default frequency counters are already monotonic ns."""
+    def host_ticks(self, offset_ns: int | None = None, diff: bool = True, log: StartLog | None = None) -> Ticks:
+        """Host counter clock; with the default frequency counters are already monotonic ns.
+        ``offset_ns``: the monotonic -> local offset to use (default: this dir's start_info);
+        ``log``: the host_start.log to sync with (default: this dir's); ``diff``: apply cntvct_diff
+        (which of these msprof uses depends on its analysis path: :mod:`msprof_py.parse.clocks`)."""
         f = self.host_mhz
-        if f == HOST_DEFAULT_FREQ_MHZ or self.host_start is None:
-            return Ticks(Fraction(1000), 0, 0, self.local_offset_ns)
-        return Ticks(f, self.host_start.cntvct, self.host_monotonic_ns, self.local_offset_ns)
+        offset = self.local_offset_ns if offset_ns is None else offset_ns
+        sync = log if log is not None else self.host_start
+        if f == HOST_DEFAULT_FREQ_MHZ or sync is None:
+            return Ticks(Fraction(1000), 0, 0, offset)
+        return Ticks(f, sync.cntvct, self.host_monotonic_ns(diff, sync), offset)
 
-    def device_ticks(self) -> Ticks:
-        """Device syscnt clock: (syscnt - dev_start cntvct) / hwts MHz + host monotonic."""
+    def device_ticks(self, offset_ns: int | None = None, diff: bool = True) -> Ticks:
+        """Device syscnt clock: (syscnt - dev_start cntvct) / hwts MHz + this dir's host_start.log
+        monotonic (+ cntvct_diff if ``diff``) + ``offset_ns`` (default: this dir's start_info)."""
         f = self.hwts_mhz
         if f is None:
             raise DataError(f"{self.path / self._info_name()}: no DeviceInfo[0].hwts_frequency; "
                             "device times cannot be converted")
         if self.dev_start is None or self.host_start is None:
             raise DataError(f"{self.path}: dev_start.log and host_start.log are both needed to convert device times")
-        return Ticks(f, self.dev_start.cntvct, self.host_monotonic_ns, self.local_offset_ns)
+        offset = self.local_offset_ns if offset_ns is None else offset_ns
+        return Ticks(f, self.dev_start.cntvct, self.host_monotonic_ns(diff), offset)
 
     def _info_name(self) -> str:
         return _find(self.path, "info") or "info.json"
@@ -239,8 +249,11 @@ def _duplicated_keys(text: bytes) -> list[str]:
 def _checked(file: Path, data: dict, keys: dict[str, _Check], warnings: WarningLog, where: str = "") -> None:
     """Replace each known key's value by its typed value, or drop it with a warning."""
     for key, (check, what) in keys.items():
-        if key not in data or data[key] in ("", None):
-            continue  # absent / empty: msprof's "unknown"; the readers use their defaults
+        if key not in data:
+            continue
+        if data[key] in ("", None):  # empty: msprof's "unknown"; the readers use their defaults
+            del data[key]
+            continue
         typed = check(data[key])
         if typed is None:
             warnings.warn(f"{file}: {where}{key} = {_show(data[key])} is not {what}; ignored")
@@ -311,7 +324,7 @@ def load_result_dir(path: Path, warnings: WarningLog) -> ResultDir:
     _checked(path / (_find(path, "end_info") or "end_info"), end, END_KEYS, warnings)
     rd = ResultDir(path, info, _json(path, "sample", required=False, warnings=warnings), start, end,
                    _start_log(path, "host_start", warnings), _start_log(path, "dev_start", warnings))
-    if rd.host_start is not None and not _fits_i64(rd.host_monotonic_ns + rd.local_offset_ns):
+    if rd.host_start is not None and not _fits_i64(rd.host_monotonic_ns() + rd.local_offset_ns):
         warnings.warn(f"{path / (_find(path, 'host_start') or 'host_start.log')}: the clock sync point "
                       "overflows 64-bit ns with this frequency; file ignored")
         rd.host_start = None

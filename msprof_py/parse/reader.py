@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from msprof_py.errors import CorruptRecordError, DataError, WarningLog
+from msprof_py.parse import plausible
 from msprof_py.raw import files as raw_files
 from msprof_py.raw.common import KNOWN_LEVELS, MAGIC, check_host_records
 
@@ -204,10 +205,11 @@ def read_records(stream: Stream, dtype: np.dtype, warnings: WarningLog, host: bo
     chunks: list[np.ndarray] = []
     carry = b""  # bytes of a record that started in an earlier slice
     pos = 0  # stream offset of the current slice's first byte
-    for path, fsize in zip(stream.paths, sizes):
+    maps = [map_bytes(path, fsize) for path, fsize in zip(stream.paths, sizes)]
+    plausible.check_slices(stream, sizes, size, maps, warnings)
+    for m, fsize in zip(maps, sizes):
         lo, hi = max(head, pos), min(end, pos + fsize)
         if hi > lo:
-            m = map_bytes(path, fsize)
             a = lo - pos
             if carry:
                 need = size - len(carry)

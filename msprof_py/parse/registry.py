@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from msprof_py.parse import reader
+from msprof_py.parse import plausible, reader
 from msprof_py.parse.records import (api_event, context_id_info, expand_stream_spec, node_basic_info, simple,
                                      stars_soc, task_track, tensor_info, ts_track)
 from msprof_py.parse.records.parts import DecodeContext, Parts
@@ -144,8 +144,14 @@ class KindReader:
             raise KeyError(f"no record layout registered for {self.side} kind {tag!r}")
         streams = self._streams.get(tag, [])
         decoded = [reader.read_records(s, kind.dtype, self.ctx.warnings, host=self.side == HOST) for s in streams]
-        label = str(streams[0].paths[0]) if streams else str(self.data_dir / tag)
-        return Parts(decoded, kind.dtype, label)
+        parts = Parts(decoded, kind.dtype, self.label(tag))
+        plausible.check_records(tag, parts, self.ctx.warnings)  # warns only; values are kept as decoded
+        return parts
+
+    def label(self, tag: str) -> str:
+        """Where ``tag``'s records come from, for messages: its first slice file."""
+        streams = self._streams.get(tag, [])
+        return str(streams[0].paths[0]) if streams else str(self.data_dir / tag)
 
     def get(self, tag: str) -> Any:
         """The decoded table of ``tag`` (decoded once; an absent kind decodes to empty columns)."""

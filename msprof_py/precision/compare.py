@@ -58,12 +58,17 @@ class CompareOptions:
                 raise InvalidParamError(f"--{name} must be a finite number >= 0, got {v}")
         if self.rtol > 1.0:
             raise InvalidParamError(f"--rtol must be in [0.0, 1.0], got {self.rtol}")
-        if self.diff_cnt < 0:
-            raise InvalidParamError(f"--diff_cnt must be >= 0, got {self.diff_cnt}")
+        if not 0 <= self.diff_cnt <= 2**63 - 1:  # it is stored as a 64-bit count (compare_params.json)
+            raise InvalidParamError(f"--diff_cnt must be in 0 .. 2^63-1 (it caps the error elements written per "
+                                    f"node; no tensor has more), got {self.diff_cnt}")
         if self.max_bins < 1:
             raise InvalidParamError(f"--max_bins must be >= 1, got {self.max_bins}")
         if not 1 <= self.min_bins <= self.max_bins:
             raise InvalidParamError(f"--min_bins must be in [1, max_bins={self.max_bins}], got {self.min_bins}")
+        if self.show_graph:
+            from msprof_py.precision.plots import require_matplotlib
+
+            require_matplotlib()
         if self.max_cores < 1:
             raise InvalidParamError(f"--max_cores must be >= 1, got {self.max_cores}")
 

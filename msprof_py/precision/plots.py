@@ -6,6 +6,9 @@ non-interactive Agg backend:
 - ``{op}_hist.png``: histograms of the CPU and NPU data on one shared bin range.
 
 Bin count: ``sqrt(N)`` clamped to ``[min_bins, max_bins]``.
+
+matplotlib is an optional extra (``pip install 'msprof_py[plots]'``): only these plots use it,
+and it is most of an install's size.
 """
 from __future__ import annotations
 
@@ -15,7 +18,20 @@ from pathlib import Path
 import numpy as np
 
 from msprof_py import atomic
+from msprof_py.errors import InvalidParamError
 from msprof_py.precision.metrics import REL_EPS, TensorCompare, sanitize
+
+
+MISSING = ("--show_graph needs matplotlib, which is not installed: pip install 'msprof_py[plots]' "
+           "(or pip install matplotlib)")
+
+
+def require_matplotlib() -> None:
+    """Raise a one-line InvalidParamError when matplotlib cannot be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InvalidParamError(MISSING)
 
 
 def _bins(n: int, lo: int, hi: int) -> int:

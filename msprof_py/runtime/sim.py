@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WorkloadError
-from msprof_py.runtime import apis, ge
+from msprof_py.runtime import apis, ge, limits
 from msprof_py.runtime.apis import Names
 from msprof_py.runtime.clock import SimClock
 from msprof_py.runtime.cost import TuneChoice
@@ -78,9 +78,12 @@ def run(target: str | Workload | Graph, *, devices: int = 1, iterations: int = 1
     """
     if devices < 1 or iterations < 1:
         raise WorkloadError(f"devices and iterations must be >= 1 (got {devices}, {iterations})")
+    if not 0 <= seed < 2**64:  # numpy's default_rng takes a non-negative seed
+        raise WorkloadError(f"seed must be an integer in 0 .. 2^64-1 (got {seed})")
     wl = resolve(target)
     if not wl.graph.ops:
         raise WorkloadError(f"workload {wl.name!r} has no ops")
+    limits.check_graph(wl.graph)  # refuse what cannot fit before any work (the run's size: _timeline)
     hooks = hooks or NullHooks()
     clock = clock or SimClock.create(spec.host_cpu_frequency_mhz, spec.hwts_frequency_mhz, fixed=False)
     return _Run(wl, devices, iterations, seed, hooks, clock, spec, tuning, task_id_start).go(fp_point, bp_point)
@@ -175,6 +178,7 @@ class _Run:
 
     # ------------------------------------------------------------------ device timeline
     def _timeline(self, progs: list[Program], ready: np.ndarray):
+        limits.check_run(self.wl.name, self.D, self.K, len(progs[0].tasks))  # before the (D, K, T) arrays
         return timeline(progs, ready, self.K, self.rng, self.spec, self.wl.step_gap_us)
 
 

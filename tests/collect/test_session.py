@@ -60,9 +60,12 @@ def test_api_switches_drop_their_level(sim: Sim, tmp_path: Path, switch: str, le
 def test_sample_json_records_the_switches(sim: Sim, tmp_path: Path) -> None:
     import orjson
 
-    prof = _run(sim, tmp_path, options={"aic_metrics": "Memory", "runtime_api": "off", "fp_point": "op0"})
+    prof = _run(sim, tmp_path, options={"aic_metrics": "Memory", "runtime_api": "off", "task_time": "l0"})
     sample = orjson.loads((prof / "device_0" / "sample.json").read_bytes())
-    assert sample["ai_core_metrics"] == "Memory" and sample["runtime_api"] == "off" and sample["fp_point"] == "op0"
+    assert sample["ai_core_metrics"] == sample["aiv_metrics"] == "Memory"
+    assert sample["ai_core_profiling_events"] == "0x15,0x16,0x31,0x32,0xf,0x10,0x12,0x13"
+    assert sample["runtimeApi"] == "off" and sample["acl"] == "on"
+    assert (sample["prof_level"], sample["taskTime"], sample["taskTrace"]) == ("level0", "l0", "l0")
 
 
 def test_options_output_is_used_when_no_output_given(sim: Sim, tmp_path: Path) -> None:
@@ -162,8 +165,12 @@ def test_hooks_stream_records_into_slices(tmp_path: Path) -> None:
     assert hooks.hash_id("Conv2D") == hooks.hash_id("Conv2D")
     hooks.close()
     data = tmp_path / "device_4" / "data"
-    names = sorted(p.name for p in data.iterdir())
+    names = sorted(p.name for p in data.iterdir() if not p.name.endswith(".done"))
     assert names == [files.device_data_name(stars_soc.FILE_TAG, 4, n) for n in range(4)]
+    # every slice has its .done marker with the slice's size, as CANN's collector writes it
+    for n in names:
+        done = (data / f"{n}.done").read_text()
+        assert done == f"filesize:{(data / n).stat().st_size}\nstarttime:0\nendtime  :0\n"
     joined = b"".join((data / n).read_bytes() for n in names)
     st["resv0"] = stars_soc.MAGIC  # the collector stamps the STARS magic the device writes
     assert joined == st.tobytes()

@@ -22,6 +22,9 @@ def test_slices_reassemble_and_roll_exactly_at_the_limit(chunks: list[bytes], li
         sizes = [(d / f"x.slice_{n}").stat().st_size for n in range(stream.slices)]
         joined = b"".join((d / f"x.slice_{n}").read_bytes() for n in range(stream.slices))
         assert joined == b"".join(chunks)
-        assert len(list(d.iterdir())) == stream.slices  # no empty trailing slice, no stray files
+        # no empty trailing slice, no stray files: the slices and their .done markers
+        assert len(list(d.iterdir())) == 2 * stream.slices
+        assert all((d / f"x.slice_{n}.done").read_text().startswith(f"filesize:{sizes[n]}\n")
+                   for n in range(stream.slices))
         assert all(s == limit for s in sizes[:-1]) and all(0 < s <= limit for s in sizes)
         assert stream.total_bytes == len(joined)

@@ -120,3 +120,12 @@ def _warnings(prof: Path) -> list[str]:
     from msprof_py.parse.session import load
 
     return list(load(prof, use_cache=False).warnings)
+
+
+def test_empty_collection_end_is_unknown(prof: Path) -> None:
+    # found by the campaign: ValueError @ meta.py collection_end_ns (an empty string kept as a value)
+    end = prof / "host/end_info"
+    text = end.read_text().rstrip()
+    end.write_text(text[:-1] + ', "collectionTimeEnd": ""}')
+    out = _outcome(prof)
+    assert out.kind == "warning"

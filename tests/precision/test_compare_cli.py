@@ -133,3 +133,21 @@ def test_subprocess_run(short_dir):
     p = subprocess.run([sys.executable, "-m", "msprof_py", "compare"], capture_output=True, text=True, env=env,
                        timeout=60)
     assert p.returncode == 1 and "absolute" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_show_graph_without_matplotlib_is_one_clear_line(short_dir, monkeypatch):
+    """matplotlib is the optional 'plots' extra: --show_graph without it fails before any work,
+    with a one-line message naming the extra; without --show_graph compare still runs."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a, **k: None if name == "matplotlib" else real(name, *a, **k))
+    d = short_dir / "d"
+    run_and_dump(tiny_cnn(), str(d), seed=0, faults=(Fault("fc"),))
+    r = invoke("--dump_path", str(d), "--show_graph")
+    assert r.exit_code != 0
+    assert "msprof_py[plots]" in r.output and "Traceback" not in r.output
+    assert len([ln for ln in r.output.splitlines() if ln.strip()]) == 1
+    assert not (d / "result" / "cpu_vs_npu.csv").exists()  # checked before any work
+    assert invoke("--dump_path", str(d)).exit_code == 0

@@ -42,7 +42,9 @@ def hccl_op_info(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
                data_type=_names_fast(parts.col("data_type", np.int64), HCCL_DATA_TYPES),
                alg_type=np.asarray(dicts.resolve_hash(parts.col("alg_type", np.uint64)), dtype=object),
                count=parts.col("count", np.int64),
-               group_name=np.asarray(dicts.resolve_hash(parts.col("group_name", np.uint64)), dtype=object))
+               group_name=np.asarray(dicts.resolve_hash(parts.col("group_name", np.uint64)), dtype=object),
+               # msprof keeps this group name as its hash number (its op names end in the last 3 digits)
+               group_hash=parts.col("group_name", np.uint64).astype(str).astype(object))
     return out
 
 

@@ -1,0 +1,130 @@
+"""Plausibility checks: decoded values that cannot be right, counted and reported as one
+warning per kind of problem with the place of the first (``WarningLog.tally``).
+
+Corrupt data that still decodes (a copied slice, a flipped bit in a timestamp, a count field
+past its array) used to export "successfully" with wrong numbers and no word.  These checks do
+not change any value; they say that a value is wrong and where the first one is.
+
+| problem                                   | where it is checked                         |
+|-------------------------------------------|---------------------------------------------|
+| a slice with the same bytes as another    | reader.read_records (every stream)          |
+| a slice whose size differs from its .done | reader.read_records (msprof writes         |
+|   file, or that holds a partial record     |   ``slice_N.done`` with ``filesize:N``)     |
+|   between whole-record slices              |                                             |
+| a record declaring more ids than it holds | registry.KindReader.parts (host records)    |
+| an API ending before it starts            | registry.KindReader.parts (api_event)       |
+| a device task ending before it starts     | device.load_device (paired STARS logs)      |
+| a time outside the collection window      | host.load_host, device.load_device          |
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from msprof_py.errors import WarningLog
+
+if TYPE_CHECKING:
+    from msprof_py.parse.reader import Stream
+
+WINDOW_SLACK_NS = 3600 * 10**9  # an hour either side: clock skew and late flushes are not corruption
+DONE_RE = re.compile(rb"filesize\s*:\s*(\d+)")
+HEAD_BYTES = 4096
+# host record kinds with a count field and the capacity of the array it counts
+DECLARED_COUNTS = {"additional.context_id_info": ("ctx_id_num", 55), "additional.tensor_info": ("tensor_num", 5),
+                   "additional.fusion_op_info": ("fusion_op_num", 8)}
+
+
+def check_slices(stream: "Stream", sizes: list[int], itemsize: int, maps: list[np.ndarray],
+                 warnings: WarningLog) -> None:
+    """Duplicated slices, sizes that disagree with msprof's ``.done`` files, and a partial
+    record in the middle of a stream whose other slices hold whole records."""
+    if len(stream.paths) > 1:
+        seen: dict[tuple[int, bytes], int] = {}
+        dups = []
+        for i, (m, size) in enumerate(zip(maps, sizes)):
+            if size == 0:
+                continue
+            key = (size, hashlib.blake2b(m[:HEAD_BYTES].tobytes(), digest_size=16).digest())
+            j = seen.get(key)
+            if j is not None and np.array_equal(maps[j], m):
+                dups.append((i, j))
+            else:
+                seen.setdefault(key, i)
+        if dups:
+            i, j = dups[0]
+            warnings.tally("slices with the same bytes as an earlier slice (copied? their records count twice)",
+                           len(dups), f"{stream.paths[i]} byte 0 (same as {stream.paths[j].name})")
+        whole = [s % itemsize == 0 for s in sizes]
+        torn = [i for i in range(len(sizes) - 1) if not whole[i]]
+        if torn and sum(whole) >= len(sizes) - len(torn) and sum(whole) >= 2:
+            i = torn[0]
+            warnings.tally("slices holding a partial record between slices of whole records (bytes inserted "
+                           "or cut?)", len(torn), f"{stream.paths[i]} byte {sizes[i] - sizes[i] % itemsize}")
+    bad = []
+    for path, size in zip(stream.paths, sizes):
+        declared = _done_size(path)
+        if declared is not None and declared != size:
+            bad.append((path, size, declared))
+    if bad:
+        path, size, declared = bad[0]
+        warnings.tally("slices whose size differs from their .done file", len(bad),
+                       f"{path} byte {min(size, declared)} ({size} bytes, .done says {declared})")
+
+
+def _done_size(path: Path) -> int | None:
+    try:
+        with open(path.with_name(path.name + ".done"), "rb") as f:
+            m = DONE_RE.search(f.read(4096))
+    except OSError:
+        return None
+    return int(m.group(1)) if m else None
+
+
+def check_records(tag: str, parts, warnings: WarningLog) -> None:
+    """Record-level checks on raw fields (``parts``: registry's Parts of one host kind)."""
+    if not len(parts):
+        return
+    if tag in DECLARED_COUNTS:
+        name, cap = DECLARED_COUNTS[tag]
+        over = np.flatnonzero(parts.col(name, np.uint64) > cap)
+        if len(over):
+            path, off = parts.where(int(over[0]))
+            warnings.tally(f"records declaring more ids than they hold ({name} > {cap}; the extra ones are "
+                           "ignored)", len(over), f"{path} byte {off}")
+    if tag == "api_event.data":
+        start, end = parts.col("timestamp", np.uint64), parts.col("end", np.uint64)
+        neg = np.flatnonzero(end < start)
+        if len(neg):
+            path, off = parts.where(int(neg[0]))
+            warnings.tally("API calls ending before they start", len(neg), f"{path} byte {off}")
+
+
+def check_window(warnings: WarningLog, what: str, where: str, times_ns: np.ndarray, begin_ns: int, end_ns: int,
+                 ident=None) -> None:
+    """Times more than an hour before collectionTimeBegin or after collectionTimeEnd (when
+    known): a wrapped counter or a flipped bit, not a real event.  ``ident(i)``: how to name
+    row ``i`` in the message (e.g. "stream 3 task 17")."""
+    t = np.asarray(times_ns, np.int64)
+    if not len(t) or begin_ns <= 0:
+        return
+    bad = t < begin_ns - WINDOW_SLACK_NS
+    if end_ns > 0:
+        bad |= t > end_ns + WINDOW_SLACK_NS
+    idx = np.flatnonzero(bad)
+    if len(idx):
+        i = int(idx[0])
+        name = f" ({ident(i)})" if ident is not None else ""
+        warnings.tally(f"{what} outside the collection window", len(idx), f"{where}{name}: {int(t[i])} ns")
+
+
+def check_order(warnings: WarningLog, what: str, where: str, dur: np.ndarray, ident=None) -> None:
+    """Rows whose end is before their start (negative duration)."""
+    idx = np.flatnonzero(np.asarray(dur) < 0)
+    if len(idx):
+        i = int(idx[0])
+        name = f" ({ident(i)})" if ident is not None else ""
+        warnings.tally(f"{what} ending before they start", len(idx), f"{where}{name}")

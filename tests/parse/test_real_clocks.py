@@ -1,0 +1,56 @@
+"""Clock rule (parse/clocks.py) on trimmed real captures (fixtures/real, origin in its README):
+every device task start and every API start equals, to the printed ns, what msprof wrote."""
+from __future__ import annotations
+
+import csv
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import orjson
+import pytest
+
+from msprof_py.parse.clocks import rule_for
+from msprof_py.parse.session import load
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+CASES = {"310b_fastgelu": "python", "910b_ascendc_add_b1": "cpp", "910b_torch_mul_b1": "cpp"}
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    src = next((REAL / name).glob("PROF_*"))
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("mindstudio_profiler_output", "*.db"))
+    return dst
+
+
+def _ns(text: str) -> int:
+    return int(Decimal(text.strip()) * 1000)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_task_and_api_times_equal_msprof(tmp_path: Path, name: str) -> None:
+    prof_src = next((REAL / name).glob("PROF_*"))
+    out = prof_src / "mindstudio_profiler_output"
+    s = load(_copy(tmp_path, name), use_cache=False)
+    from msprof_py.parse.session import result_dirs
+    from msprof_py.errors import WarningLog
+    host, devs = result_dirs(prof_src, WarningLog())
+    assert rule_for([host, *devs]) == CASES[name]
+
+    tt = next(out.glob("task_time_*.csv"))
+    expected = {(int(r["stream_id"]), int(r["task_id"])): _ns(r["task_start(us)"])
+                for r in csv.DictReader(tt.open())}
+    t = s.tasks[s.tasks["start_ns"] >= 0]
+    ours = {}
+    for st, tk, start in zip(t["stream_id"], t["task_id"], t["start_ns"]):
+        ours.setdefault((int(st), int(tk)), int(start))
+    common = set(expected) & set(ours)
+    assert len(common) >= min(len(expected), 5)
+    off = sorted(ours[k] - expected[k] for k in common)
+    assert off[0] >= -1 and off[-1] <= 1, (off[0], off[-1])  # within the printed digit
+
+    trace = orjson.loads(next(out.glob("msprof_*.json")).read_bytes())
+    api_ts = sorted(_ns(str(e["ts"])) for e in trace if e.get("ph") == "X" and str(e.get("name", "")).startswith("AscendCL@"))
+    ours_api = sorted(int(v) for v, lv in zip(s.api["start_ns"], s.api["level"]) if lv == "acl")
+    assert api_ts and set(api_ts) <= {v + d for v in ours_api for d in (-1, 0, 1)}
