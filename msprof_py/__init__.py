@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load", "load_cluster"]
+__all__ = ["__version__", "load", "load_cluster", "advise", "diff"]
 
 
 def __getattr__(name: str):
@@ -20,4 +20,12 @@ def __getattr__(name: str):
         from msprof_py.cluster import load_cluster
 
         return load_cluster
+    if name == "advise":  # advise(session) -> DataFrame of findings
+        from msprof_py.analyse.advise import advise
+
+        return advise
+    if name == "diff":  # diff(a, b) -> DiffResult (DataFrames: ops, op_types, iterations, phases)
+        from msprof_py.analyse.diff import diff
+
+        return diff
     raise AttributeError(f"module 'msprof_py' has no attribute {name!r}")

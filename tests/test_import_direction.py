@@ -12,13 +12,15 @@ PKG = Path(__file__).resolve().parents[1] / "msprof_py"
 
 # package -> packages it must never import
 FORBIDDEN = {
-    "raw": {"runtime", "collect", "parse", "export", "cli", "aoe", "precision"},
-    "runtime": {"collect", "parse", "export", "cli", "aoe", "precision"},
+    "raw": {"runtime", "collect", "parse", "export", "cli", "aoe", "precision", "analyse"},
+    "runtime": {"collect", "parse", "export", "cli", "aoe", "precision", "analyse"},
     "collect": {"parse", "export", "cli", "precision"},
-    "parse": {"runtime", "collect", "export", "cli", "aoe", "precision"},
-    "export": {"raw", "runtime", "collect", "cli", "aoe", "precision"},
+    "parse": {"runtime", "collect", "export", "cli", "aoe", "precision", "analyse"},
+    "export": {"raw", "runtime", "collect", "cli", "aoe", "precision", "analyse"},
     "aoe": {"cli"},
     "precision": {"cli", "collect"},
+    # analysis reads parsed sessions only
+    "analyse": {"raw", "runtime", "collect", "export", "cli", "aoe", "precision"},
     "cluster": {"raw", "runtime", "collect", "cli", "aoe", "precision"},
 }
 

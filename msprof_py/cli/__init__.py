@@ -24,6 +24,8 @@ COMMANDS: dict[str, str] = {
     "tune": "msprof_py.cli.tune_cmd:tune",
     "aoe-report": "msprof_py.cli.aoe_report_cmd:aoe_report",
     "compare": "msprof_py.cli.compare_cmd:compare",
+    "advise": "msprof_py.cli.advise_cmd:advise",
+    "diff": "msprof_py.cli.diff_cmd:diff",
     "cluster": "msprof_py.cli.cluster_cmd:cluster",
 }
 

@@ -38,6 +38,14 @@ def export(output: Path, type_: str, model_id: int | None, iteration_id: int | N
     click.echo(f"wrote {len(result.files)} files ({_size(total)}):")
     for path, size in result.files:
         click.echo(f"  {path}  {_size(size)}")
+    if type_ == "text" and model_id is None:  # msprof prints its tuning suggestions after an export
+        from msprof_py.analyse.advise.run import advise_path
+
+        advice = run_guarded(lambda: advise_path(output, summary_only=True, use_cache=not clear))
+        click.echo(advice.text, nl=False)
+        for p in advice.files:
+            click.echo(f"  {p}  {_size(p.stat().st_size)}")
+        result.warnings.extend(advice.warnings)
     print_warnings(result.warnings)
 
 

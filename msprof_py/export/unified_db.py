@@ -77,10 +77,19 @@ class StringIds:
 
 
 def _i64(col: Any) -> np.ndarray:
+    """int64 column; a value that is not a number or does not fit int64 is -1 (never wrapped)."""
     s = pd.Series(col)
-    if s.dtype.kind in "iu":
+    if s.dtype.kind == "i":
         return s.to_numpy(dtype=np.int64)
-    return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    if s.dtype.kind == "u":
+        u = s.to_numpy(dtype=np.uint64)
+        out = u.astype(np.int64)
+        out[u > np.uint64(2**63 - 1)] = -1
+        return out
+    v = pd.to_numeric(s, errors="coerce")
+    if v.dtype.kind in "fu":
+        return _i64(v) if v.dtype.kind == "u" else v.where(v.abs() < 2.0**63).fillna(-1).to_numpy(dtype=np.int64)
+    return v.fillna(-1).to_numpy(dtype=np.int64)
 
 
 def _rows(*cols: Any) -> Any:

@@ -38,8 +38,12 @@ ACL_FAMILIES = {ACL_OP: "ACL_OP", ACL_MODEL: "ACL_MODEL", ACL_RTS: "ACL_RTS", AC
 # task types msprof expands into context ids (cann_analysis_gear.CONTEXT_ID_WHITE_LIST)
 CTX_TASK_TYPES = ("KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV")
 MIX_TASK_TYPES = ("KERNEL_MIX_AIC", "KERNEL_MIX_AIV")
+# runtime task types msprof makes a TaskInfo for even without a Node-level op (tree_analyzer.cpp)
+KERNEL_COMPUTE_WHITE_LIST = ("KERNEL_AICORE", "KERNEL_AIVEC", "KERNEL_AICPU", "KERNEL_SIMT", "KERNEL_MIX_AIC",
+                             "KERNEL_MIX_AIV")
+LEVEL0 = ("l0", "level0")  # sample.json profLevel (prof_level on some products)
 RTS_TO_GE = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_VECTOR_CORE", "KERNEL_MIX_AIC": "MIX_AIC",
-             "KERNEL_MIX_AIV": "MIX_AIV", "KERNEL_AICPU": "AI_CPU"}
+             "KERNEL_MIX_AIV": "MIX_AIV", "KERNEL_AICPU": "AI_CPU", "KERNEL_SIMT": "AI_VECTOR_CORE"}
 
 
 @dataclass
@@ -189,7 +193,24 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -
     mapped = cats.where(has_node, mapped, cats.const("N/A", n))
     tasks["task_type"] = cats.where(~missing, tt_cat, mapped)
     kernel_like = cats.label_mask(host_type, lambda c: c.startswith("KERNEL_") or c in ("FFTS_PLUS", "STARS_COMMON"))
-    tasks["has_op_info"] = kernel_like & (has_node | (hccl_api >= 0))
+    # a white-listed kernel launch with no Node-level op (Ascend C / PyPTO kernels launched
+    # directly): msprof still makes a TaskInfo for it, named after its kernel (hash_dic), typed by
+    # its runtime type mapped to a GE type (TreeAnalyzer KERNEL_COMPUTE_WHITE_LIST,
+    # CANNTraceDBDumper::AddTaskInfoForOnlyTaskTrack); one with no kernel name gets none
+    kernel_only = (~has_node & (hccl_api < 0) & cats.isin(host_type, KERNEL_COMPUTE_WHITE_LIST)
+                   & ~cats.isin(tasks["kernel_name"].array, ("N/A",)))
+    kname = tasks["kernel_name"].array
+    tasks["op_name"] = cats.where(kernel_only, kname, tasks["op_name"].array)
+    tasks["op_type"] = cats.where(kernel_only, kname, tasks["op_type"].array)
+    ge_of_host = cats.from_codes(np.asarray(host_type.codes), [RTS_TO_GE.get(c, c) for c in host_type.categories])
+    tasks["task_type"] = cats.where(kernel_only, ge_of_host, tasks["task_type"].array)
+    has_info = (kernel_like & (has_node | (hccl_api >= 0))) | kernel_only
+    if _is_level0(rd):
+        # level0 captures carry no op description: msprof's TaskInfo has N/A op and task types
+        na = cats.const("N/A", n)
+        tasks["op_type"] = cats.where(has_info, na, tasks["op_type"].array)
+        tasks["task_type"] = cats.where(has_info, na, tasks["task_type"].array)
+    tasks["has_op_info"] = has_info
     tasks = _expand_contexts(tasks, host_type, ctx_ids, ctx_api)
 
     comm_ops, hccl_infos = _communication(kinds, ticks, tree, threads, a, item, model_of_api,
@@ -330,6 +351,12 @@ def _codes_in(threads: pd.Index, values: np.ndarray) -> np.ndarray:
     """Thread ids -> the call tree's thread codes (unknown threads get a code no API has)."""
     pos = threads.get_indexer(np.asarray(values))
     return np.where(pos >= 0, pos, len(threads) + 1).astype(np.int64)
+
+
+def _is_level0(rd: ResultDir) -> bool:
+    """sample.json profLevel / prof_level is level 0 (msprof's Context::IsLevel0)."""
+    level = rd.sample.get("profLevel", rd.sample.get("prof_level", ""))
+    return str(level) in LEVEL0
 
 
 def _all_export(rd: ResultDir) -> bool:

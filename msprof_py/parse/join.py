@@ -107,8 +107,8 @@ def join_device(device_id: int, host: pd.DataFrame, dev: pd.DataFrame, warnings:
 
 def _display_names(out: pd.DataFrame) -> None:
     """msprof's export naming: op name = the op's name if the task carries op info, else the
-    host task type (device type for FFTS_PLUS / UNKNOWN); task type = the GE task type unless
-    N/A, else the device type."""
+    host task type (device type for FFTS_PLUS / UNKNOWN); task type = the TaskInfo's (a GE task
+    type, N/A in level0 captures) if the task has one, else that same host / device fallback."""
     info = out["has_op_info"].to_numpy()
     host_type = out["host_task_type"].array
     dev_type = out["device_task_type"].array
@@ -119,8 +119,10 @@ def _display_names(out: pd.DataFrame) -> None:
     for col in ("op_type", "op_state", "hf32_eligible", "input_shapes", "input_data_types", "input_formats",
                 "output_shapes", "output_data_types", "output_formats"):
         out[col] = cats.where(info, out[col].array, na)
+    # no TaskInfo: msprof's task type is the host task type (device type for FFTS_PLUS / no host
+    # task: TaskProcessor::GetTaskType), never N/A; a TaskInfo's N/A (level0) stays N/A
     tt = out["task_type"].array
-    out["task_type"] = cats.where(cats.isin(tt, ("N/A",)), dev_type, tt)
+    out["task_type"] = cats.where(info | ~cats.isin(tt, ("N/A",)), tt, fallback)
 
 
 def _as_cat(col: pd.Series) -> pd.Categorical:

@@ -61,6 +61,7 @@ INFO_KEYS: dict[str, _Check] = {
     "pid": (lambda v: _int_in(v, 0, 2**32 - 1), "a process id (0 .. 2^32-1)"),
     "rank_id": (lambda v: _int_in(v, -1, 2**31 - 1), "a rank id (-1 .. 2^31-1)"),
     "drvVersion": (lambda v: _int_in(v, 0, I64_MAX), "a driver version number"),
+    "platform_version": (lambda v: _int_in(v, 0, 2**31 - 1), "a platform (chip) number"),
 }
 DEVICE_INFO_KEYS: dict[str, _Check] = {
     "hwts_frequency": (_mhz, "a frequency in MHz (0 .. 100000]"),

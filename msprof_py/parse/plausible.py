@@ -12,6 +12,8 @@ not change any value; they say that a value is wrong and where the first one is.
 |   file, or that holds a partial record     |   ``slice_N.done`` with ``filesize:N``)     |
 |   between whole-record slices              |                                             |
 | a record declaring more ids than it holds | registry.KindReader.parts (host records)    |
+| an op name / API type missing from the    | registry.KindReader.parts (node_basic_info, |
+|   hash_dic / type_info_dic dictionaries   |   api_event)                                |
 | an API ending before it starts            | registry.KindReader.parts (api_event)       |
 | a device task ending before it starts     | device.load_device (paired STARS logs)      |
 | a time outside the collection window      | host.load_host, device.load_device          |
@@ -84,10 +86,27 @@ def _done_size(path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def check_records(tag: str, parts, warnings: WarningLog) -> None:
-    """Record-level checks on raw fields (``parts``: registry's Parts of one host kind)."""
+def check_records(tag: str, parts, ctx) -> None:
+    """Record-level checks on raw fields (``parts``: registry's Parts of one kind; ``ctx``: its
+    DecodeContext, with the dictionaries already loaded)."""
+    warnings = ctx.warnings
     if not len(parts):
         return
+    if tag == "compact.node_basic_info":
+        known = _u64(ctx.dicts.hashes.keys())
+        miss = np.flatnonzero(~np.isin(parts.col("op_name", np.uint64), known))
+        if len(miss):
+            path, off = parts.where(int(miss[0]))
+            warnings.tally("op records whose name is not in hash_dic (hash_dic missing or damaged? names shown as "
+                           "numbers)", len(miss), f"{path} byte {off}")
+    if tag == "api_event.data":
+        known = _u64((lv << 32) | t for lv, t in ctx.dicts.types if 0 <= lv < 2**32 and 0 <= t < 2**32)
+        key = (parts.col("level", np.uint64) << np.uint64(32)) | parts.col("type", np.uint64)
+        miss = np.flatnonzero(~np.isin(key, known))
+        if len(miss):
+            path, off = parts.where(int(miss[0]))
+            warnings.tally("API records whose type is not in type_info_dic (type_info_dic missing or damaged? "
+                           "names shown as numbers)", len(miss), f"{path} byte {off}")
     if tag in DECLARED_COUNTS:
         name, cap = DECLARED_COUNTS[tag]
         over = np.flatnonzero(parts.col(name, np.uint64) > cap)
@@ -101,6 +120,11 @@ def check_records(tag: str, parts, warnings: WarningLog) -> None:
         if len(neg):
             path, off = parts.where(int(neg[0]))
             warnings.tally("API calls ending before they start", len(neg), f"{path} byte {off}")
+
+
+def _u64(values) -> np.ndarray:
+    """Dictionary keys as uint64 (a damaged line may hold a number past 64 bits: skipped)."""
+    return np.array([v for v in values if 0 <= v < 2**64], dtype=np.uint64)
 
 
 def check_window(warnings: WarningLog, what: str, where: str, times_ns: np.ndarray, begin_ns: int, end_ns: int,

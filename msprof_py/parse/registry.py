@@ -145,7 +145,7 @@ class KindReader:
         streams = self._streams.get(tag, [])
         decoded = [reader.read_records(s, kind.dtype, self.ctx.warnings, host=self.side == HOST) for s in streams]
         parts = Parts(decoded, kind.dtype, self.label(tag))
-        plausible.check_records(tag, parts, self.ctx.warnings)  # warns only; values are kept as decoded
+        plausible.check_records(tag, parts, self.ctx)  # warns only; values are kept as decoded
         return parts
 
     def label(self, tag: str) -> str:

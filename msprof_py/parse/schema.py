@@ -45,10 +45,14 @@ TASK_COLUMNS = [
     "batch_id",  # task-id wrap count from flip records (msprof's FlipCalculator), both sides
     "context_id",  # FFTS+/MIX context (sub-task) id; 4294967295 for the whole task (ACSQ log)
     "start_ns", "dur_ns",  # -1 for host-only rows
-    "op_name",  # msprof's display name: the op for kernel tasks with op info, else the host task type
-    #             (the device type for FFTS_PLUS/UNKNOWN host types, e.g. device-only rows)
-    "op_type",  # GE op type ("Conv2D"), "N/A" without op info
-    "task_type",  # GE task type (AI_CORE, AI_VECTOR_CORE, MIX_AIC, AI_CPU, HCCL, ...) else the device type
+    "op_name",  # msprof's display name: the TaskInfo op name (the op; for a kernel launched without a
+    #             Node-level op, its kernel name), else the host task type (the device type for
+    #             FFTS_PLUS/UNKNOWN host types, e.g. device-only rows)
+    "op_type",  # GE op type ("Conv2D"; the kernel name for a kernel-only launch), "N/A" without op info
+    #             and in level0 captures
+    "task_type",  # TaskInfo task type (AI_CORE, AI_VECTOR_CORE, MIX_AIC, AI_CPU, HCCL, ...; "N/A" in level0
+    #               captures); rows without a TaskInfo: the host task type (EVENT_RECORD, MEMCPY_ASYNC;
+    #               the device type for FFTS_PLUS/UNKNOWN host types), as msprof's timeline shows it
     "host_task_type",  # runtime task type: KERNEL_AICORE, KERNEL_AIVEC, MEMCPY_ASYNC, ...; UNKNOWN if no host task
     "device_task_type",  # STARS SQE type (AI_CORE, AIV_SQE, SDMA_SQE, ...) or FFTS+ sub-task type; UNKNOWN host-only
     "op_state",  # "static" (unaging node_basic_info: static graph) / "dynamic" / "N/A"

@@ -13,6 +13,7 @@ A script drives the stack call by call, as it would drive CANN::
         acl.rt.synchronize_stream(stream)       # the host blocks here
     acl.nn.matmul((64, 1024), (1024, 1024), stream=stream)   # single-operator aclnnMatmul
     acl.rt.memcpy(4 << 20, "d2h")               # synchronous copy
+    acl.host.work(200)                          # 200 us of host-side work, no AscendCL call
     result = acl.finalize()                     # SimResult: truth, pid, end time ...
 
 Every call advances the script's (simulated) host thread by its host cost; device tasks queue
@@ -46,7 +47,7 @@ from msprof_py.runtime.scheduler import plan_segments, schedule
 from msprof_py.runtime.sim import JITTER_SIGMA, SET_DEVICE_NS, SimResult, pid_for_seed
 
 __all__ = ["SimResult", "Stream", "Model", "init", "finalize", "install_hooks", "uninstall_hooks", "result", "rt",
-           "mdl", "nn"]
+           "mdl", "nn", "host"]
 from msprof_py.runtime.workloads import Workload, get_workload
 from msprof_py.runtime.workloads._builder import GraphBuilder
 
@@ -283,6 +284,19 @@ def _memcpy(nbytes: int, kind: str = "h2d", stream: Stream | None = None) -> Non
     _memcpy_async(nbytes, kind, stream)
     _synchronize_stream(stream)
 
+
+def _host_work(us: float) -> None:
+    """The script's host thread computes for ``us`` microseconds (data preparation, Python
+    overhead...) without calling AscendCL: no record, the device may run dry meanwhile.  A
+    documented fault for the host-bound-launch advice (``acl.host.work(200)`` between launches)."""
+    s = _state
+    s.dev()
+    if not isinstance(us, (int, float)) or not 0 <= us <= 3.6e9:
+        raise WorkloadError(f"acl: host.work wants 0..3.6e9 microseconds, got {us!r}")
+    s.t += int(round(us * 1000))
+
+
+host = SimpleNamespace(work=_host_work)
 
 rt = SimpleNamespace(set_device=_set_device, reset_device=_reset_device, create_stream=_create_stream,
                      destroy_stream=_destroy_stream, synchronize_stream=_synchronize_stream,

@@ -29,6 +29,7 @@ from msprof_py.raw import (api_event, context_id_info, fusion_op_info, graph_id_
 from msprof_py.raw.common import (INVALID_U32, LEVEL_ACL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME, MODEL_EXECUTE,
                                   MODEL_GRAPH_ID_MAP, MODEL_LOAD, NODE_BASIC_INFO, NODE_CONTEXT_ID_INFO,
                                   NODE_FUSION_OP_INFO, NODE_LAUNCH, NODE_TENSOR_INFO)
+from msprof_py.errors import WorkloadError
 from msprof_py.raw.node_basic_info import GE_TASK_TYPE_IDS
 from msprof_py.runtime import apis, hccl, records
 from msprof_py.runtime.apis import Names
@@ -140,8 +141,24 @@ def _costs(ops: list[Op], spec: DeviceSpec, tuning: dict[str, TuneChoice] | None
     cache: dict[int, OpCost] = {}
     out = []
     for op in ops:
-        out.append(cache.setdefault(id(op), op_cost(op, spec, tuning.get(op.name))))
+        out.append(cache.setdefault(id(op), op_cost(op, spec, tuning.get(op.name) or graph_kernel_choice(op))))
     return out
+
+
+def graph_kernel_choice(op: Op) -> TuneChoice | None:
+    """The kernel the graph ships with: op attr ``kernel_choice`` = ``{"format": .., "schedule":
+    .., "impl": ..}`` (:class:`TuneChoice` values, e.g. ``{"impl": "naive"}`` for a deliberately
+    slow kernel).  An AOE tuning of the op replaces it; None = GE's default."""
+    kc = op.attrs.get("kernel_choice")
+    if not kc:
+        return None
+    try:
+        choice = TuneChoice(**kc)
+        choice.factors(False)
+    except (TypeError, ValueError):
+        raise WorkloadError(f"op {op.name}: bad kernel_choice {kc!r} (keys format/schedule/impl, values as in "
+                            f"TuneChoice)") from None
+    return choice
 
 
 def _split_dynamic(ops: list[Op]) -> tuple[list[Op], list[Op], list[Op]]:

@@ -176,15 +176,36 @@ class _Run:
         self._acl(0, "aclFinalize", last + 10 * apis.US, last + 200 * apis.US)
         return last + 250 * apis.US
 
+    def _slow_iterations(self, tm, K: int) -> np.ndarray | None:
+        """``(K, T)`` duration factors from op attr ``slow_iterations`` = ``{"3": 2.0}`` (1-based
+        iteration -> factor): an op that is slower in some iterations (a documented fault for the
+        unbalanced-iterations advice); None when no op has it."""
+        slow = {op.name: op.attrs["slow_iterations"] for op in self.wl.graph.ops if op.attrs.get("slow_iterations")}
+        if not slow:
+            return None
+        f = np.ones((K, len(tm)))
+        for i, info in enumerate(tm.info):
+            for k, x in slow.get(info.op_name, {}).items():
+                try:
+                    k, x = int(k), float(x)
+                except (TypeError, ValueError):
+                    raise WorkloadError(f"op {info.op_name}: slow_iterations wants {{iteration: factor}}, "
+                                        f"got {k!r}: {x!r}") from None
+                if 1 <= k <= K and x > 0:  # iterations beyond the run are ignored
+                    f[k - 1, i] = x
+        return f
+
     # ------------------------------------------------------------------ device timeline
     def _timeline(self, progs: list[Program], ready: np.ndarray):
         limits.check_run(self.wl.name, self.D, self.K, len(progs[0].tasks))  # before the (D, K, T) arrays
-        return timeline(progs, ready, self.K, self.rng, self.spec, self.wl.step_gap_us)
+        return timeline(progs, ready, self.K, self.rng, self.spec, self.wl.step_gap_us,
+                        iter_dur_scale=self._slow_iterations(progs[0].tasks, self.K))
 
 
 def timeline(progs: list[Program], ready: np.ndarray, K: int, rng: np.random.Generator, spec: DeviceSpec,
              step_gap_us: float, barrier_groups: dict[int, np.ndarray] | None = None,
-             dur_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None, barrier_jitter: bool = True):
+             dur_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None, barrier_jitter: bool = True,
+             iter_dur_scale: np.ndarray | None = None):
     """Start/end of every task ``(D, K, T)``, host iteration starts ``h0 (D, K)``, sync ends, the
     host speed factors ``(D, K)`` and the launch ends ``(D, K)`` (offsets from ``h0``).
 
@@ -193,6 +214,7 @@ def timeline(progs: list[Program], ready: np.ndarray, K: int, rng: np.random.Gen
     ``gap_scale`` ``(D,)`` (host work between iterations, injected straggler hosts) and
     ``barrier_jitter=False``: a notify wait ends when the peers' records arrive, the same instant on
     every member, so its post-barrier time is not jittered per device.
+    ``iter_dur_scale`` ``(K, T)``: per-iteration duration factors (op attr ``slow_iterations``).
     """
     tm = progs[0].tasks
     T, D = len(tm), len(progs)
@@ -205,6 +227,8 @@ def timeline(progs: list[Program], ready: np.ndarray, K: int, rng: np.random.Gen
     if dur_scale is not None:
         base = base * dur_scale
     jit = rng.lognormal(0.0, JITTER_SIGMA, size=(D, K, T))
+    if iter_dur_scale is not None:
+        jit = jit * iter_dur_scale[None]
     dur = np.maximum(1, np.rint(base[:, None, :] * jit)).astype(np.int64)
     del jit
     if not barrier_jitter and tm.barriers:

@@ -129,3 +129,19 @@ def test_empty_collection_end_is_unknown(prof: Path) -> None:
     end.write_text(text[:-1] + ', "collectionTimeEnd": ""}')
     out = _outcome(prof)
     assert out.kind == "warning"
+
+
+def test_platform_version_past_64_bits(prof: Path) -> None:
+    # found by the campaign: RuntimeWarning (invalid cast) @ export/unified_db.py _i64
+    info = "device_0/info.json.0"
+    out = _outcome(prof, Mutation("meta_value", info, {"pick": _key_index(prof / info, "platform_version"),
+                                                       "value": 2**64}))
+    assert out.kind == "warning"
+    assert any(info in m and "platform_version" in m for m in _warnings(prof))
+
+
+def test_hash_dic_key_past_64_bits(prof: Path) -> None:
+    # found by the campaign: OverflowError @ parse/plausible.py (a dictionary key of 20+ digits)
+    dic = prof / "host/data/unaging.additional.hash_dic.slice_0"
+    dic.write_bytes(dic.read_bytes() + b"\n99999999999999999999999:Conv2D\n")
+    _outcome(prof)

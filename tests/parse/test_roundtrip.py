@@ -71,10 +71,12 @@ def test_collector_stand_in_round_trip(tmp_path: Path) -> None:
     assert (truth["batch_id"] > 0).any()  # the data does wrap
     # the stand-in emits FP / ITER_END tags without MODEL_START, which msprof's state machine
     # ignores (it starts in ModelEnd): no iterations to compare there; and it reports no
-    # Node-level launch API, so msprof names its tasks by their runtime type (KERNEL_AICORE)
+    # Node-level launch API, so msprof names its kernel launches by their kernel name (TaskInfo of a
+    # white-listed launch without op: CANNTraceDBDumper::AddTaskInfoForOnlyTaskTrack)
     _compare(res.prof_dir, truth, TICK_NS, check_iterations=False, check_names=False)
     s = load(res.prof_dir, use_cache=False)
-    assert set(s.tasks["op_name"].astype(str)) == {"KERNEL_AICORE"} and (s.tasks["match"] == "matched").all()
+    assert (s.tasks["op_name"].astype(str) == s.tasks["kernel_name"].astype(str)).all()
+    assert set(s.tasks["host_task_type"].astype(str)) == {"KERNEL_AICORE"} and (s.tasks["match"] == "matched").all()
 
 
 @pytest.mark.skipif(not HAVE_RUNTIME, reason="msprof_py.runtime.sim has not landed yet")

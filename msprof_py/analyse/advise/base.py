@@ -1,0 +1,155 @@
+"""What every advice rule returns, and the interval arithmetic the rules share.
+
+A rule is ``fn(session) -> list[Finding]`` registered with :func:`rule`.  Times are int64 ns
+(the session's local wall clock); ``time_at_stake_ns`` is the time the run would save over the
+whole profiled span if the finding were fixed (an estimate: how it is estimated is in
+``evidence["estimate"]``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+# msprof's prof_rule_{dev}.json rule types (analysis/common_func/common_prof_rule.py)
+COMPUTATION = "Computation"
+MEMORY = "Memory"
+SCHEDULE = "Operator Schedule"
+PROCESSING = "Operator Processing"
+METRICS = "Operator Metrics"
+
+# device tasks that wait rather than work: they do not make the device busy
+WAIT_TYPES = frozenset({"EVENT_WAIT", "NOTIFY_WAIT", "EVENT_WAIT_SQE", "NOTIFY_WAIT_SQE"})
+
+
+@dataclass
+class Plot:
+    """One bar chart per finding (rendered as inline SVG in the html report)."""
+
+    title: str
+    labels: list[str]
+    values: list[float]  # in ``unit``
+    unit: str = "us"
+
+
+@dataclass
+class Finding:
+    rule: str  # rule id: "aicpu", "dynamic_shape", ...
+    category: str  # msprof rule type the finding is filed under in prof_rule_{dev}.json
+    device_id: int
+    title: str  # one line: what is wrong
+    suggestion: str  # one line: what to do
+    time_at_stake_ns: int
+    ops: list[str] = field(default_factory=list)  # op names (prof_rule's "Tuning Data")
+    iterations: list[int] = field(default_factory=list)  # iter_id values
+    streams: list[int] = field(default_factory=list)
+    evidence: dict[str, Any] = field(default_factory=dict)  # numbers behind the finding (JSON-able)
+    plot: Plot | None = None
+
+
+Rule = Callable[[Any], list[Finding]]
+RULES: dict[str, Rule] = {}
+
+
+def rule(name: str) -> Callable[[Rule], Rule]:
+    def deco(fn: Rule) -> Rule:
+        RULES[name] = fn
+        return fn
+    return deco
+
+
+# ---------------------------------------------------------------------------- shared helpers
+def device_tasks(session: Any) -> pd.DataFrame:
+    """Executed device tasks (host-only rows dropped) with an ``end_ns`` column."""
+    t = session.tasks
+    t = t[t["start_ns"] >= 0]
+    return t.assign(end_ns=t["start_ns"] + t["dur_ns"])
+
+
+def busy_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
+    """Tasks that keep the device busy (wait tasks are not work)."""
+    return tasks[~tasks["host_task_type"].astype(str).isin(WAIT_TYPES)
+                 & ~tasks["device_task_type"].astype(str).isin(WAIT_TYPES)]
+
+
+def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of ``[start, end)`` intervals: sorted, disjoint ``(starts, ends)``."""
+    if len(start) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    o = np.argsort(start, kind="stable")
+    s, e = np.asarray(start, np.int64)[o], np.asarray(end, np.int64)[o]
+    run_end = np.maximum.accumulate(e)
+    new = np.empty(len(s), bool)
+    new[0] = True
+    new[1:] = s[1:] > run_end[:-1]
+    idx = np.flatnonzero(new)
+    return s[idx], np.maximum.reduceat(e, idx)
+
+
+def gaps(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Idle gaps between the merged busy intervals: ``(gap_start, gap_end)``."""
+    s, e = merge_intervals(start, end)
+    return e[:-1], s[1:]
+
+
+def overlap_ns(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> int:
+    """Total length of (union of a) ∩ (union of b)."""
+    a0, a1 = merge_intervals(a_start, a_end)
+    b0, b1 = merge_intervals(b_start, b_end)
+    if not len(a0) or not len(b0):
+        return 0
+    # every a-interval against the b-intervals it can touch (both sorted and disjoint)
+    lo = np.searchsorted(b1, a0, side="right")
+    hi = np.searchsorted(b0, a1, side="left")
+    total = 0
+    for i in np.flatnonzero(hi > lo):  # per a-interval; b-ranges are short
+        j = slice(lo[i], hi[i])
+        total += int(np.clip(np.minimum(b1[j], a1[i]) - np.maximum(b0[j], a0[i]), 0, None).sum())
+    return total
+
+
+def windows(session: Any, device_id: int) -> pd.DataFrame:
+    """Iteration windows of a device: ``iter_id, start_ns, end_ns`` (step start .. step end).
+
+    Without step trace (single-op scripts) the whole span of the device's tasks is one window
+    with iter_id 0."""
+    st = session.steps
+    st = st[st["device_id"] == device_id]
+    if len(st):
+        return pd.DataFrame({"iter_id": st["iter_id"].to_numpy(np.int64), "start_ns": st["step_start_ns"].to_numpy(),
+                             "end_ns": st["step_end_ns"].to_numpy()})
+    t = device_tasks(session)
+    t = t[t["device_id"] == device_id]
+    if not len(t):
+        return pd.DataFrame({"iter_id": [], "start_ns": [], "end_ns": []}, dtype=np.int64)
+    return pd.DataFrame({"iter_id": [0], "start_ns": [int(t["start_ns"].min())], "end_ns": [int(t["end_ns"].max())]})
+
+
+def in_windows(t0: np.ndarray, t1: np.ndarray, win: pd.DataFrame) -> np.ndarray:
+    """For each ``[t0, t1]`` the iter_id of the window containing it entirely, else -1."""
+    ws, we, wi = (win["start_ns"].to_numpy(np.int64), win["end_ns"].to_numpy(np.int64),
+                  win["iter_id"].to_numpy(np.int64))
+    if not len(ws):
+        return np.full(len(t0), -1, np.int64)
+    o = np.argsort(ws)
+    ws, we, wi = ws[o], we[o], wi[o]
+    k = np.searchsorted(ws, t0, side="right") - 1
+    ok = (k >= 0) & (t1 <= we[np.clip(k, 0, None)])
+    return np.where(ok, wi[np.clip(k, 0, None)], -1)
+
+
+def us(ns: float) -> float:
+    return round(float(ns) / 1000.0, 3)
+
+
+def device_ids(session: Any) -> list[int]:
+    t = session.tasks
+    return sorted(int(d) for d in t.loc[t["start_ns"] >= 0, "device_id"].unique())
+
+
+def top(series: pd.Series, n: int = 10) -> tuple[list[str], list[float]]:
+    """Largest ``n`` values of a ns-valued series as (labels, us values) for a plot."""
+    s = series.sort_values(ascending=False).head(n)
+    return [str(i) for i in s.index], [us(v) for v in s.to_numpy()]

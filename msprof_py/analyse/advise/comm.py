@@ -1,0 +1,93 @@
+"""Communication rules: small all-reduces that could be fused, communication not overlapped
+with computation."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, device_tasks, overlap_ns, rule,
+                                           us, windows)
+
+DTYPE_BYTES = {"FP16": 2, "BF16": 2, "FP32": 4, "INT8": 1, "INT16": 2, "INT32": 4, "INT64": 8, "FP64": 8,
+               "UINT8": 1, "UINT16": 2, "UINT32": 4, "UINT64": 8}
+SMALL_BYTES = 1 << 20  # all-reduces under 1 MiB are latency-bound
+EXPOSED_SHARE = 0.10  # exposed communication above 10% of the iteration time
+
+
+def _sizes(comm: pd.DataFrame) -> np.ndarray:
+    width = comm["data_type"].astype(str).map(DTYPE_BYTES).fillna(-1).to_numpy()
+    cnt = comm["count"].to_numpy(np.float64)
+    return np.where((width > 0) & (cnt >= 0), cnt * width, -1)
+
+
+@rule("small_allreduce")
+def small_allreduce(session: Any) -> list[Finding]:
+    """Two or more all-reduces under 1 MiB in an iteration.  Time at stake: their time minus the
+    longest of them per iteration (one fused all-reduce of the same bytes is latency-bound too)."""
+    comm = session.communication
+    comm = comm[comm["op_type"].astype(str).str.contains("allreduce", case=False)]
+    out = []
+    for dev, cd in comm.assign(size=_sizes(comm)).groupby("device_id"):
+        small = cd[(cd["size"] >= 0) & (cd["size"] < SMALL_BYTES)]
+        per = small.groupby(["model_id", "index_id"])
+        n = per.size()
+        fusable = n[n >= 2]
+        if not len(fusable):
+            continue
+        keys = set(fusable.index)
+        sm = small[[k in keys for k in zip(small["model_id"], small["index_id"])]]
+        g = sm.groupby(["model_id", "index_id"])["dur_ns"]
+        saving = (g.sum() - g.max())
+        out.append(Finding(
+            "small_allreduce", SCHEDULE, int(dev),
+            f"{int(fusable.mean())} all-reduces under {SMALL_BYTES >> 20} MiB per iteration "
+            f"(mean {us(sm['dur_ns'].mean()):.1f} us each)",
+            "Fuse them: a larger gradient bucket / all-reduce fusion size (e.g. HCCL_BUFFSIZE, the framework's "
+            "bucket size) sends the same bytes in fewer, bandwidth-bound all-reduces.",
+            int(saving.sum()), sorted(set(sm["op_name"].astype(str))), sorted(int(i) for i in sm["index_id"].unique()),
+            [], {"per_iteration": {f"{m}/{i}": int(c) for (m, i), c in fusable.items()},
+                 "sizes_bytes": sorted(int(x) for x in set(sm["size"])),
+                 "estimate": "per iteration: sum of the small all-reduces - the longest one"},
+            Plot("small all-reduce time per iteration", [f"{m}/{i}" for m, i in saving.index],
+                 [us(v) for v in g.sum()])))
+    return out
+
+
+@rule("comm_not_overlapped")
+def comm_not_overlapped(session: Any) -> list[Finding]:
+    """Communication time with no computation running beside it (exposed), above 10% of the
+    iteration time.  Time at stake: the exposed time."""
+    ct = session.comm_tasks
+    out = []
+    if not len(ct):
+        return out
+    t = device_tasks(session)
+    for dev, cd in ct[ct["start_ns"] >= 0].groupby("device_id"):
+        td = t[t["device_id"] == dev]
+        comp = busy_tasks(td[~td["task_type"].astype(str).isin({"HCCL", "COMMUNICATION"})
+                             & ~td["stream_id"].isin(cd["stream_id"].unique())])
+        c0 = cd["start_ns"].to_numpy(np.int64)
+        c1 = c0 + cd["dur_ns"].to_numpy(np.int64)
+        from msprof_py.analyse.advise.base import merge_intervals
+        m0, m1 = merge_intervals(c0, c1)
+        comm_ns = int((m1 - m0).sum())
+        hidden = overlap_ns(c0, c1, comp["start_ns"].to_numpy(), comp["end_ns"].to_numpy())
+        exposed = comm_ns - hidden
+        w = windows(session, int(dev))
+        span = int((w["end_ns"] - w["start_ns"]).sum())
+        if not span or exposed < EXPOSED_SHARE * span:
+            continue
+        out.append(Finding(
+            "comm_not_overlapped", SCHEDULE, int(dev),
+            f"Communication is exposed: {us(exposed):.1f} us of {us(comm_ns):.1f} us communication runs with no "
+            f"computation beside it ({100 * exposed / span:.1f}% of the iteration time)",
+            "Overlap it with the backward pass: smaller gradient buckets that start as gradients are ready, "
+            "communication on its own stream, prefetch the next layer's parameters.",
+            exposed, sorted(set(cd["op_name"].astype(str))), [int(i) for i in w["iter_id"]],
+            sorted(int(s) for s in cd["stream_id"].unique()),
+            {"communication_us": us(comm_ns), "overlapped_us": us(hidden), "exposed_us": us(exposed),
+             "span_us": us(span), "estimate": "union of HCCL tasks - its overlap with computing tasks"},
+            Plot("communication", ["overlapped", "exposed"], [us(hidden), us(exposed)])))
+    return out

@@ -1,0 +1,189 @@
+"""Scheduling rules: host-bound launch, synchronisation on the hot path, free time (bubbles)
+per iteration, unbalanced iterations.
+
+Device idle gaps are found inside the iteration windows (step start .. step end; the whole task
+span for runs without step trace) between the merged intervals of every task on every stream,
+and each gap gets one cause: ``launch`` (a launch call of the device began inside the gap: the
+device waited for the host), ``sync`` (the same, and the device's host thread was blocked in
+aclrtSynchronizeStream/Device when the device ran dry, so the launch came only after it
+returned), else ``other`` (waits on events / other devices)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, device_tasks, gaps, in_windows,
+                                           merge_intervals, rule, top, us, windows)
+
+SYNC_APIS = frozenset({"aclrtSynchronizeStream", "aclrtSynchronizeDevice", "aclrtSynchronizeStreamWithTimeout",
+                       "aclrtSynchronizeEvent"})
+MIN_SHARE = 0.05  # a cause must cost >= 5% of the iteration time to be reported
+UNBALANCED_X = 1.10  # an iteration 10% above the median is unbalanced
+
+
+def idle_gaps(session: Any, device_id: int) -> pd.DataFrame:
+    """Idle gaps of one device inside its iteration windows: ``iter_id, start_ns, end_ns, dur_ns,
+    cause`` (cause: sync / launch / other, see the module doc)."""
+    t = device_tasks(session)
+    t = t[t["device_id"] == device_id]
+    g0, g1 = gaps(t["start_ns"].to_numpy(), t["end_ns"].to_numpy())
+    win = windows(session, device_id)
+    it = in_windows(g0, g1, win)
+    keep = it >= 0
+    g0, g1, it = g0[keep], g1[keep], it[keep]
+    api = session.api
+    threads = api.loc[api["device_id"] == device_id, "thread_id"].unique()
+    on_thread = api[api["thread_id"].isin(threads)]
+    sync = on_thread[on_thread["name"].astype(str).isin(SYNC_APIS)]
+    launches = api[(api["device_id"] == device_id)]
+    cause = np.full(len(g0), "other", dtype=object)
+    l_start = np.sort(launches["start_ns"].to_numpy(np.int64))
+    launched = np.searchsorted(l_start, g1, side="right") > np.searchsorted(l_start, g0, side="right")
+    cause[launched] = "launch"  # the work after the gap was launched only during the gap
+    if len(sync):  # ... and the host was blocked in a sync when the device ran dry
+        s0, s1 = sync["start_ns"].to_numpy(np.int64), (sync["start_ns"] + sync["dur_ns"]).to_numpy(np.int64)
+        o = np.argsort(s0)
+        s0, s1 = s0[o], s1[o]
+        k = np.searchsorted(s0, g0, side="right") - 1
+        cause[launched & (k >= 0) & (s1[np.clip(k, 0, None)] >= g0)] = "sync"
+    return pd.DataFrame({"iter_id": it, "start_ns": g0, "end_ns": g1, "dur_ns": g1 - g0, "cause": cause})
+
+
+def _span(session: Any, dev: int) -> int:
+    w = windows(session, dev)
+    return int((w["end_ns"] - w["start_ns"]).sum())
+
+
+def _gap_finding(session: Any, cause: str) -> list[Finding]:
+    out = []
+    for dev in sorted(int(d) for d in device_tasks(session)["device_id"].unique()):
+        g = idle_gaps(session, dev)
+        g = g[g["cause"] == cause]
+        span = _span(session, dev)
+        lost = int(g["dur_ns"].sum())
+        if not span or lost < MIN_SHARE * span:
+            continue
+        per_iter = g.groupby("iter_id")["dur_ns"].sum()
+        labels, vals = (list(map(str, per_iter.index)), [us(v) for v in per_iter]) if len(per_iter) > 1 else \
+            top(g.set_index(g["start_ns"].astype(str))["dur_ns"], 20)
+        ev = {"gaps": int(len(g)), "idle_us": us(lost), "span_us": us(span), "share": round(lost / span, 4),
+              "largest_gaps_us": [us(v) for v in g["dur_ns"].nlargest(5)],
+              "per_iteration_us": {int(k): us(v) for k, v in per_iter.items()}}
+        if cause == "launch":
+            out.append(Finding(
+                "host_bound", SCHEDULE, dev,
+                f"Host-bound launch: the device sat idle waiting for the host to launch work {len(g)} times "
+                f"({100 * lost / span:.1f}% of the iteration time)",
+                "Launch faster than the device runs: move host work (data preparation, Python) off the launch "
+                "thread, use a static graph / graph mode, fuse small ops, or launch ahead.",
+                lost, [], [int(i) for i in per_iter.index], [], {**ev, "estimate": "sum of idle gaps in which a "
+                                                                    "launch began"},
+                Plot("device idle waiting for launches" + (" per iteration" if len(per_iter) > 1 else ""),
+                     labels, vals)))
+        else:
+            calls = _syncs_in_windows(session, dev)
+            out.append(Finding(
+                "sync_hot_path", SCHEDULE, dev,
+                f"Synchronisation on the hot path: {len(calls)} aclrtSynchronize* call(s) inside iterations "
+                f"left the device idle {len(g)} times ({100 * lost / span:.1f}% of the iteration time)",
+                "Remove aclrtSynchronizeStream between launches (keep one per iteration); use events "
+                "(aclrtRecordEvent / aclrtStreamWaitEvent) for ordering and async copies for results.",
+                lost, sorted(set(calls)), [int(i) for i in per_iter.index], [],
+                {**ev, "sync_calls": len(calls), "estimate": "sum of idle gaps that began while the host was "
+                                                             "blocked in a sync"},
+                Plot("device idle after synchronisations" + (" per iteration" if len(per_iter) > 1 else ""),
+                     labels, vals)))
+    return out
+
+
+def _syncs_in_windows(session: Any, dev: int) -> list[str]:
+    api = session.api
+    threads = api.loc[api["device_id"] == dev, "thread_id"].unique()
+    s = api[api["thread_id"].isin(threads) & api["name"].astype(str).isin(SYNC_APIS)]
+    it = in_windows(s["start_ns"].to_numpy(np.int64), s["start_ns"].to_numpy(np.int64), windows(session, dev))
+    return list(s.loc[it >= 0, "name"].astype(str))
+
+
+@rule("host_bound")
+def host_bound(session: Any) -> list[Finding]:
+    return _gap_finding(session, "launch")
+
+
+@rule("sync_hot_path")
+def sync_hot_path(session: Any) -> list[Finding]:
+    return _gap_finding(session, "sync")
+
+
+def free_time(session: Any, device_id: int) -> pd.DataFrame:
+    """Per iteration of one device: ``iter_id, span_ns, busy_ns, free_ns`` (free = no working
+    task on any stream; event/notify waits count as free)."""
+    t = busy_tasks(device_tasks(session))
+    t = t[t["device_id"] == device_id]
+    win = windows(session, device_id)
+    rows = []
+    s0, s1 = merge_intervals(t["start_ns"].to_numpy(), t["end_ns"].to_numpy())
+    for w in win.itertuples():
+        a, b = np.clip(s0, w.start_ns, w.end_ns), np.clip(s1, w.start_ns, w.end_ns)
+        busy = int((b - a).sum())
+        rows.append((int(w.iter_id), int(w.end_ns - w.start_ns), busy, int(w.end_ns - w.start_ns) - busy))
+    return pd.DataFrame(rows, columns=["iter_id", "span_ns", "busy_ns", "free_ns"])
+
+
+@rule("bubbles")
+def bubbles(session: Any) -> list[Finding]:
+    """Free time per iteration (device doing nothing) above 10% of the iteration."""
+    out = []
+    for dev in sorted(int(d) for d in device_tasks(session)["device_id"].unique()):
+        ft = free_time(session, dev)
+        if not len(ft) or ft["free_ns"].sum() < 0.10 * ft["span_ns"].sum():
+            continue
+        causes = idle_gaps(session, dev).groupby("cause")["dur_ns"].sum()
+        out.append(Finding(
+            "bubbles", SCHEDULE, dev,
+            f"The device is free {100 * ft['free_ns'].sum() / ft['span_ns'].sum():.1f}% of the iteration time "
+            f"(mean {us(ft['free_ns'].mean()):.1f} us per iteration)",
+            "See the causes: host launch and synchronisation gaps (advice above), waits on events / other "
+            "devices (communication, cross-stream dependencies).",
+            int(ft["free_ns"].sum()), [], [int(i) for i in ft["iter_id"]], [],
+            {"per_iteration": {int(r.iter_id): {"span_us": us(r.span_ns), "free_us": us(r.free_ns)}
+                               for r in ft.itertuples()},
+             "idle_by_cause_us": {str(k): us(v) for k, v in causes.items()},
+             "estimate": "iteration span - union of working tasks"},
+            Plot("free time per iteration", [str(i) for i in ft["iter_id"]], [us(v) for v in ft["free_ns"]])))
+    return out
+
+
+@rule("unbalanced_iterations")
+def unbalanced(session: Any) -> list[Finding]:
+    """Iterations more than 10% longer than the device's median iteration; the ops that took
+    longer than their own median explain the excess."""
+    out = []
+    st, t = session.steps, device_tasks(session)
+    for dev, sd in st.groupby("device_id"):
+        if len(sd) < 3:
+            continue
+        dur = (sd["step_end_ns"] - sd["step_start_ns"]).to_numpy(np.int64)
+        med = float(np.median(dur))
+        slow = sd[dur > UNBALANCED_X * med]
+        if not len(slow):
+            continue
+        excess = pd.Series(dur - med, index=sd["iter_id"].to_numpy())[dur > UNBALANCED_X * med]
+        td = t[(t["device_id"] == dev) & (t["op_type"].astype(str) != "N/A")]
+        op_med = td.groupby("op_name", observed=True)["dur_ns"].transform("median")
+        extra = (td["dur_ns"] - op_med)[td["iter_id"].isin(excess.index)]
+        by_op = extra.groupby(td.loc[extra.index, "op_name"].astype(str)).sum()
+        by_op = by_op[by_op > 0.05 * excess.sum()].sort_values(ascending=False)
+        out.append(Finding(
+            "unbalanced_iterations", SCHEDULE, int(dev),
+            f"{len(excess)} iteration(s) take more than {int(100 * (UNBALANCED_X - 1))}% longer than the median "
+            f"({us(med):.1f} us)",
+            "Find what differs in those iterations (the ops listed, data-dependent shapes, host work, "
+            "checkpointing, another process on the device) and make the work per iteration even.",
+            int(excess.sum()), list(by_op.index), [int(i) for i in excess.index], [],
+            {"median_iteration_us": us(med), "iterations_us": {int(i): us(v) for i, v in zip(sd["iter_id"], dur)},
+             "excess_by_op_us": {k: us(v) for k, v in by_op.items()},
+             "estimate": "sum over slow iterations of (iteration time - median)"},
+            Plot("iteration time", [str(i) for i in sd["iter_id"]], [us(v) for v in dur])))
+    return out

@@ -1,0 +1,158 @@
+"""Each plausibility check (msprof_py/parse/plausible.py) on a PROF dir that has the problem,
+and the clean seeds that must not trigger any: one warning per kind, naming the first place."""
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from msprof_py.errors import WarningLog
+from msprof_py.parse import plausible, reader
+from msprof_py.parse.session import load
+from msprof_py.raw import api_event, context_id_info, stars_soc
+
+ROOT = Path(__file__).parents[2]
+FIXTURE = next((ROOT / "fixtures" / "prof_small").glob("PROF_*"))
+REAL = next(p for p in (ROOT / "fixtures" / "real" / "910b_ascendc_add_b1").glob("PROF_*"))
+SEEDS = [FIXTURE, *sorted(p for p in (ROOT / "fixtures" / "real").rglob("PROF_*") if p.is_dir())]
+TALLY = " found, the first at "
+
+
+@pytest.fixture
+def prof(tmp_path: Path) -> Path:
+    return shutil.copytree(FIXTURE, tmp_path / FIXTURE.name)
+
+
+def _tallies(prof: Path) -> list[str]:
+    return [m for m in load(prof, use_cache=False).warnings if TALLY in m]
+
+
+def _record(prof: Path, side: str, tag: str, dtype: np.dtype, index: int) -> tuple[Path, int]:
+    """(slice file, byte offset) of record ``index`` of a stream, as the reader sees it."""
+    if side == "host":
+        streams = [s for (t, _), s in reader.discover_host(prof / "host" / "data").items() if t == tag]
+    else:
+        streams = [s for (t, _), s in reader.discover_device(prof / "device_0" / "data").items() if t == tag]
+    return reader.read_records(streams[0], dtype, WarningLog(), host=side == "host").where(index)
+
+
+def _patch(path: Path, offset: int, fmt: str, value: int) -> None:
+    data = bytearray(path.read_bytes())
+    struct.pack_into(fmt, data, offset, value)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda p: p.parent.name)
+def test_clean_seeds_raise_no_plausibility_warning(seed: Path) -> None:
+    assert _tallies(seed) == []
+
+
+def _api_slice(prof: Path) -> Path:
+    return next(p for p in sorted((prof / "host/data").iterdir())
+                if p.name.startswith("aging.api_event.data.slice_") and not p.name.endswith(".done"))
+
+
+def test_copied_slice(tmp_path: Path) -> None:
+    # issue #16: a copy of aging.api_event.data.slice_0 saved as slice_500 doubled every api_statistic count
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)  # real slices hold whole records
+    first = _api_slice(prof)
+    shutil.copyfile(first, first.with_name("aging.api_event.data.slice_500"))
+    (msg,) = _tallies(prof)
+    assert "same bytes as an earlier slice" in msg and "1 found" in msg
+    assert f"aging.api_event.data.slice_500 byte 0 (same as {first.name})" in msg
+
+
+def test_partial_record_between_whole_record_slices(prof: Path) -> None:
+    dev = prof / "device_0/data"
+    # make the slices hold whole 64-byte STARS logs, then cut 8 bytes from the middle one
+    raw = b"".join((dev / f"stars_soc.data.0.slice_{i}").read_bytes() for i in range(4))
+    chunks = [raw[:1024], raw[1024:2048], raw[2048:]]
+    for i in range(4):
+        (dev / f"stars_soc.data.0.slice_{i}").unlink()
+    for i, c in enumerate(chunks):
+        (dev / f"stars_soc.data.0.slice_{i}").write_bytes(c if i != 1 else c[:-8])
+    msgs = [m for m in _tallies(prof) if "partial record" in m]
+    assert len(msgs) == 1 and "stars_soc.data.0.slice_1 byte 960" in msgs[0]
+
+
+def test_slice_size_differs_from_its_done_file(tmp_path: Path) -> None:
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    data = prof / "host/data"
+    slice0 = next(p for p in sorted(data.iterdir()) if p.name.startswith("aging.api_event.data.slice_")
+                  and not p.name.endswith(".done"))
+    size = slice0.stat().st_size
+    slice0.write_bytes(slice0.read_bytes()[: size - api_event.DTYPE.itemsize])  # one whole record less
+    (msg,) = [m for m in _tallies(prof) if ".done" in m]
+    assert f"{slice0.name} byte {size - 40} ({size - 40} bytes, .done says {size})" in msg
+
+
+def test_record_declaring_more_ids_than_it_holds(prof: Path) -> None:
+    path, off = _record(prof, "host", context_id_info.FILE_TAG, context_id_info.DTYPE, 0)
+    _patch(path, off + context_id_info.DTYPE.fields["ctx_id_num"][1], "<I", 1000)
+    (msg,) = _tallies(prof)
+    assert "ctx_id_num > 55" in msg and f"{path} byte {off}" in msg
+
+
+def test_api_ending_before_it_starts(prof: Path) -> None:
+    path, off = _record(prof, "host", api_event.FILE_TAG, api_event.DTYPE, 3)
+    _patch(path, off + api_event.DTYPE.fields["end"][1], "<Q", 1)
+    msgs = [m for m in _tallies(prof) if "API calls ending before they start" in m]
+    assert len(msgs) == 1 and f"{path} byte {off}" in msgs[0] and "1 found" in msgs[0]
+
+
+def _stars_index(prof: Path, starts: bool) -> int:
+    path, off = _record(prof, "device", stars_soc.FILE_TAG, stars_soc.DTYPE, 0)
+    streams = list(reader.discover_device(prof / "device_0/data").values())
+    recs = reader.read_records(streams[0], stars_soc.DTYPE, WarningLog(), host=False).records
+    func = stars_soc.func_type(recs["word0"])
+    want = stars_soc.FUNC_ACSQ_START if starts else stars_soc.FUNC_ACSQ_END
+    return int(np.flatnonzero(func == want)[0])
+
+
+def test_device_task_ending_before_it_starts(prof: Path) -> None:
+    # STARS pairing only pairs an end with an earlier start: an end log moved before its start
+    # is reported by the pairing (not silent), and check_order guards the int64 durations.
+    path, off = _record(prof, "device", stars_soc.FILE_TAG, stars_soc.DTYPE, _stars_index(prof, starts=False))
+    _patch(path, off + stars_soc.DTYPE.fields["timestamp"][1], "<Q", 1)
+    assert any("end log(s) without a start dropped" in m for m in load(prof, use_cache=False).warnings)
+    log = WarningLog()
+    plausible.check_order(log, "device tasks", "dev/data/stars_soc.data.0.slice_0", np.array([5, -3, 7, -1]),
+                          lambda i: f"stream 2 task {i}")
+    assert log.messages == ["device tasks ending before they start: 2 found, the first at "
+                            "dev/data/stars_soc.data.0.slice_0 (stream 2 task 1)"]
+
+
+def test_time_outside_the_collection_window(prof: Path) -> None:
+    # a counter 2^50 ticks ahead (a flipped high bit in every log of the first slice: pairs stay pairs)
+    streams = list(reader.discover_device(prof / "device_0/data").values())
+    n = len(reader.read_records(streams[0], stars_soc.DTYPE, WarningLog(), host=False))
+    field = stars_soc.DTYPE.fields["timestamp"][1]
+    for i in range(n):
+        path, off = _record(prof, "device", stars_soc.FILE_TAG, stars_soc.DTYPE, i)
+        if path.name.endswith("slice_0") and off + stars_soc.DTYPE.itemsize <= path.stat().st_size:
+            ts = struct.unpack_from("<Q", path.read_bytes(), off + field)[0]
+            _patch(path, off + field, "<Q", ts + 2**50)
+    msgs = [m for m in _tallies(prof) if "device task starts outside the collection window" in m]
+    assert len(msgs) == 1 and "stars_soc.data.0.slice_0 (stream " in msgs[0]
+
+
+def test_one_warning_per_kind_counts_all(tmp_path: Path) -> None:
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    first = _api_slice(prof)
+    for n in (500, 501, 502):
+        shutil.copyfile(first, first.with_name(f"aging.api_event.data.slice_{n}"))
+    (msg,) = _tallies(prof)
+    assert "3 found" in msg and "slice_500 byte 0" in msg
+
+
+@pytest.mark.parametrize("dictionary,problem", [
+    ("unaging.additional.hash_dic.slice_0", "op records whose name is not in hash_dic"),
+    ("unaging.additional.type_info_dic.slice_0", "API records whose type is not in type_info_dic")])
+def test_missing_dictionary(prof: Path, dictionary: str, problem: str) -> None:
+    # issue #16: deleting hash_dic or type_info_dic sometimes succeeded without a word
+    (prof / "host/data" / dictionary).unlink()
+    msgs = [m for m in _tallies(prof) if problem in m]
+    assert len(msgs) == 1 and "host/data/" in msgs[0] and " byte " in msgs[0]
