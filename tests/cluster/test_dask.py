@@ -25,8 +25,10 @@ def test_dask_local_cluster_gives_the_same_files(faulty_cluster: Path, tmp_path:
     assert [f.subject for f in local.findings] == [f.subject for f in on_dask.findings]
 
 
-def test_unreachable_scheduler_is_a_one_line_error(faulty_cluster: Path, tmp_path: Path) -> None:
+def test_unreachable_scheduler_is_a_one_line_error(faulty_cluster: Path, tmp_path: Path, monkeypatch) -> None:
+    from msprof_py.cluster import parallel
     from msprof_py.errors import InvalidParamError
 
+    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT_S", 1)
     with pytest.raises(InvalidParamError, match="cannot reach the Dask scheduler"):
         analyze_cluster(faulty_cluster, tmp_path, scheduler="tcp://127.0.0.1:1")
