@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.export.protowire import Messages, tag, varint_bytes
+from msprof_py.export.protowire import Messages, tag, varint_block, varint_bytes
 from msprof_py.export.trace_events import Counters, Flows, Slices
 
 SEQ_NEEDS_INCREMENTAL_STATE = 2
@@ -189,8 +189,17 @@ class BlockEncoder:
 
     def begin_packets(self, rows: np.ndarray, ts: np.ndarray, seq: int) -> Messages:
         n = len(rows)
-        te = Messages(n).const(tag(9, 0) + varint_bytes(1))  # TYPE_SLICE_BEGIN
-        te.varint(11, self.uuids[rows]).varint(10, self.name_iids[rows])
+        uuid, name = self.uuids[rows], self.name_iids[rows]
+        te = Messages(n)
+        if n and int(uuid.max()) < 128 and int(name.max()) < 128:  # type, track, name: one block
+            head = np.empty((n, 6), dtype=np.uint8)
+            head[:, :3] = np.frombuffer(tag(9, 0) + b"\x01" + tag(11, 0), dtype=np.uint8)  # TYPE_SLICE_BEGIN
+            head[:, 3] = uuid
+            head[:, 4] = tag(10, 0)[0]
+            head[:, 5] = name
+            te.blocks.append((head, None))
+        else:
+            te.const(tag(9, 0) + varint_bytes(1)).varint(11, uuid).varint(10, name)
         if self.cat_iid is not None:
             te.const(tag(3, 0) + varint_bytes(self.cat_iid))
         for a in self.args:
@@ -206,6 +215,20 @@ class BlockEncoder:
 
 def slice_end_packets(uuids: np.ndarray, ts: np.ndarray, seq: int) -> Messages:
     n = len(uuids)
+    u = np.asarray(uuids, np.uint64)
+    if n and int(u.max()) < 128 and seq < 128:
+        # the common case in one block and one varint: Trace.packet{timestamp, track_event{type,
+        # track_uuid}, trusted_packet_sequence_id}; every length fits one byte
+        tail = tag(11, 2) + b"\x04" + tag(9, 0) + b"\x02" + tag(11, 0)
+        mat, lens = varint_block(ts, tag(1, 2) + b"\x00" + tag(8, 0))
+        rest = np.empty((n, len(tail) + 1 + 2), dtype=np.uint8)
+        rest[:, :len(tail)] = np.frombuffer(tail, dtype=np.uint8)
+        rest[:, len(tail)] = u
+        rest[:, len(tail) + 1:] = np.frombuffer(tag(10, 0) + bytes([seq]), dtype=np.uint8)
+        mat[:, 1] = lens - 2 + rest.shape[1]
+        out = Messages(n)
+        out.blocks = [(mat, lens), (rest, None)]
+        return out
     te = Messages(n).const(tag(9, 0) + varint_bytes(2)).varint(11, uuids)  # TYPE_SLICE_END
     pkt = Messages(n).varint(8, ts).message(11, te).const(tag(10, 0) + varint_bytes(seq))
     return Messages(n).message(1, pkt)

@@ -158,23 +158,29 @@ class Tracks:
             td.counter.SetInParent()
 
 
-def _event_table(tl: Timeline) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _event_table(tl: Timeline, slice_tracks: list[np.ndarray],
+                 counter_tracks: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(group code, row, timestamp) of every begin, end and counter event, in the order written.
 
-    Order: by timestamp; at one timestamp, slice ends first (innermost, i.e. shortest, first),
-    then begins (outermost, i.e. longest, first), then the ends of zero-length slices opened
-    there.  One stable sort by timestamp (fast: the blocks are sorted runs), then only the events
-    that share a timestamp are ordered by that rule.
+    Order: by timestamp; on one track at one timestamp, slice ends first (innermost, i.e.
+    shortest, first), then begins (outermost, i.e. longest, first), then the ends of zero-length
+    slices opened there.  Events of different tracks need no relative order at one timestamp,
+    so: a (class, track) key sorted first (small ints), a stable sort by timestamp (the tracks
+    are sorted runs), then only the events sharing timestamp, class and track are ordered by
+    duration -- few, unlike the events merely sharing a timestamp (a task's end is often the
+    next task's start, or a Computing interval's).
     """
-    ts, dur, cls, grp, row = [], [], [], [], []
+    ts, dur, cls, trk, grp, row = [], [], [], [], [], []
     for k, s in enumerate(tl.slices):
         start = np.asarray(s.start_ns, np.int64)
         d = np.maximum(np.asarray(s.dur_ns, np.int64), 0)
         n = len(s)
-        r = np.arange(n, dtype=np.int64)
+        r = np.arange(n, dtype=np.int32)
+        u = np.asarray(slice_tracks[k], np.int32)
         ts += [start, start + d]
         dur += [d, d]
         cls += [np.ones(n, np.int8), np.where(d > 0, 0, 2).astype(np.int8)]
+        trk += [u, u]
         grp += [np.full(n, 3 * k + BEGIN, np.int32), np.full(n, 3 * k + END, np.int32)]
         row += [r, r]
     base = 3 * len(tl.slices)
@@ -183,30 +189,30 @@ def _event_table(tl: Timeline) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ts.append(np.asarray(c.ts_ns, np.int64))
         dur.append(np.zeros(n, np.int64))
         cls.append(np.ones(n, np.int8))
+        trk.append(np.full(n, counter_tracks[k][0] if counter_tracks[k] else 0, np.int32))
         grp.append(np.full(n, base + k, np.int32))
-        row.append(np.arange(n, dtype=np.int64))
+        row.append(np.arange(n, dtype=np.int32))
     if not ts:
         e = np.array([], np.int64)
         return e.astype(np.int32), e, e
     t = np.concatenate(ts)
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    tie = np.zeros(len(t), bool)
-    same = t[1:] == t[:-1]
-    tie[1:] |= same
-    tie[:-1] |= same
-    at = np.flatnonzero(tie)
-    if len(at):
+    tk = np.concatenate(trk)
+    key = np.concatenate(cls).astype(np.int64) * (int(tk.max()) + 1) + tk
+    pre = np.argsort(key.astype(np.int16) if key.max() < 1 << 15 else key, kind="stable")
+    order = pre[np.argsort(t[pre], kind="stable")]
+    t, key = t[order], key[order]
+    same = (t[1:] == t[:-1]) & (key[1:] == key[:-1])
+    if same.any():
+        tie = np.zeros(len(t), bool)
+        tie[1:] |= same
+        tie[:-1] |= same
+        at = np.flatnonzero(tie)
         sub = order[at]
-        run = np.cumsum(np.concatenate([[0], t[at][1:] != t[at][:-1]]))
+        run = np.cumsum(np.concatenate([[0], ~same[at[:-1]]]))  # a new run where the pair differs
         c = np.concatenate(cls)[sub].astype(np.int64)
-        d = np.minimum(np.concatenate(dur)[sub], (1 << 40) - 1)
+        d = np.concatenate(dur)[sub]
         # begins: longest first; ends: shortest first (the later-started, inner slice)
-        dk = np.where(c == 1, (1 << 40) - 1 - d, d)
-        if run[-1] < 1 << 21:  # one int64 key: run | class | duration rank
-            order[at] = sub[np.argsort((run << 42) | (c << 40) | dk, kind="stable")]
-        else:
-            order[at] = sub[np.lexsort((dk, c, run))]
+        order[at] = sub[np.lexsort((np.where(c == 1, -d, d), run))]
     return np.concatenate(grp)[order], np.concatenate(row)[order], t
 
 
@@ -226,10 +232,32 @@ def ordered_map(fn: Callable[[int], bytes], items: Iterable[int], workers: int =
             yield pending.popleft().result()
 
 
+def _without_negative_times(tl: Timeline, ctx: ExportContext | None) -> Timeline:
+    """Trace timestamps are unsigned: events before 0 ns (unknown times) are left out, with a
+    warning, instead of wrapping around."""
+    from msprof_py.export.timeline_slices import take_counters, take_slices
+
+    def bad(start: np.ndarray, dur: np.ndarray | None = None) -> np.ndarray:
+        start = np.asarray(start, np.int64)
+        return (start < 0) | ((start + np.asarray(dur, np.int64)) < 0 if dur is not None else False)
+
+    n_bad = sum(int(bad(s.start_ns, s.dur_ns).sum()) for s in tl.slices) + \
+        sum(int(bad(c.ts_ns).sum()) for c in tl.counters)
+    if not n_bad:
+        return tl
+    if ctx is not None:
+        ctx.warnings.warn(f"native trace: {n_bad} events with a negative timestamp (unknown time) left out")
+    out = Timeline(meta=tl.meta, flows=tl.flows)
+    out.slices = [take_slices(s, np.flatnonzero(~bad(s.start_ns, s.dur_ns))) for s in tl.slices]
+    out.counters = [take_counters(c, np.flatnonzero(~bad(c.ts_ns))) for c in tl.counters]
+    return out
+
+
 def trace_chunks(tl: Timeline, ctx: ExportContext | None = None) -> Iterator[bytes]:
     """The whole ``.pftrace`` as byte chunks (a ``perfetto.protos.Trace``)."""
     from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
+    tl = _without_negative_times(tl, ctx)
     tracks = Tracks(tl)
     interner = Interner()
     encoders = [BlockEncoder(s, tracks.thread_uuids(s.pid, s.tid), interner) for s in tl.slices]
@@ -239,7 +267,7 @@ def trace_chunks(tl: Timeline, ctx: ExportContext | None = None) -> Iterator[byt
                           "on its thread and were left out")
     counter_tracks = [[tracks.counter_uuid[(int(c.pid), f"{c.name} {key}")] for key in c.series]
                       for c in tl.counters]
-    grp, row, ts = _event_table(tl)
+    grp, row, ts = _event_table(tl, [e.uuids for e in encoders], counter_tracks)
     t0 = int(ts[0]) if len(ts) else 0
     head = TraceProtoBuilder()
     p = head.add_packet()

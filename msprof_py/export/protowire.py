@@ -181,9 +181,10 @@ def interleave(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -
         if (np.diff(pos) > 0).all():
             return m[k].tobytes()
     w = max((m.shape[1] for _, m, _ in parts), default=0)
-    mat = np.zeros((n, w), dtype=np.uint8)
+    mat = np.empty((n, w), dtype=np.uint8)
     mask = np.zeros((n, w), dtype=bool)
     for pos, m, k in parts:
-        mat[pos, :m.shape[1]] = m
-        mask[pos, :k.shape[1]] = k
+        rows = slice(int(pos[0]), int(pos[-1]) + 1) if len(pos) and pos[-1] - pos[0] + 1 == len(pos) else pos
+        mat[rows, :m.shape[1]] = m
+        mask[rows, :k.shape[1]] = k
     return mat[mask].tobytes()

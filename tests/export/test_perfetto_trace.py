@@ -158,3 +158,29 @@ def test_cli_selected_iteration_names_the_trace(small_prof: Path) -> None:
                                   "--model-id", str(m), "--iteration-id", str(i)])
     assert r.exit_code == 0, r.output
     assert (small_prof / OUT / f"msprof_{m}_{i}.pftrace").exists()
+
+
+def test_negative_times_are_left_out_with_a_warning(tmp_path: Path) -> None:
+    tl = _tl()
+    tl.slices[0].start_ns = tl.slices[0].start_ns.copy()
+    tl.slices[0].start_ns[0] = -5
+    ctx = ExportContext()
+    tr = read_pftrace(write_trace(tl, tmp_path / "t.pftrace", ctx))
+    assert tr.problems == [] and len(tr.slices) == 7
+    assert any("1 events with a negative timestamp" in m for m in ctx.warnings)
+
+
+def test_subprocess_text_export_with_trace_and_slices(small_prof: Path) -> None:
+    """The installed command, options together: JSON (unsliced: it is small), trace, summaries."""
+    import os
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).parent / "msprof-py"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "msprof_py"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    p = subprocess.run([*cmd, "export", "--output", str(small_prof), "--perfetto", "--slice-size", "50"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "msprof.pftrace" in p.stdout and "Traceback" not in p.stderr
+    compare(small_prof, [0])
