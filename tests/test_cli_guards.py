@@ -97,3 +97,10 @@ def test_single_op_operator_tuning_works(tmp_path: Path, monkeypatch: pytest.Mon
     opat = json.loads(text)[1]["OPAT"]
     assert opat["model_baseline_performance(ms)"] > 0
     assert opat["model_performance_improvement"].endswith("%")
+
+
+def test_failed_tuned_collect_leaves_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    _one_line_error(["collect", "--workload", "nosuch", "--tune-bank", str(tmp_path), "--output", str(out)],
+                    "unknown workload")
+    assert not out.exists()

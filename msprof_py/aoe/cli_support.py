@@ -43,13 +43,26 @@ def run_collect_tuned(req: Any, warnings: Any, tune_bank: str) -> Any:
     runtime's ``tuning`` argument, so the PROF directory shows the tuned operators' times.
     """
     from msprof_py.aoe.apply import tuned_build
-    from msprof_py.collect.cli_support import model_target
+    from msprof_py.collect.options import load_options
+    from msprof_py.collect.cli_support import output_folder
     from msprof_py.collect.session import collect
+    from msprof_py.runtime import workloads
 
-    target, opts, output = model_target(req, warnings, "--tune-bank")
-    wl, tuning = tuned_build(target, env=bank_env(tune_bank), warnings=warnings)
-    if not tuning and wl is target:
-        warnings.warn(f"the custom repository ({tune_bank}) has no entry for {target.name}: nothing tuned")
-    kwargs: dict[str, Any] = {} if req.slice_bytes is None else {"slice_bytes": req.slice_bytes}
-    return collect(wl, output=output, options=opts, devices=req.devices, iterations=req.iterations, seed=req.seed,
-                   fixed_clock=req.fixed_clock, warnings=warnings, tuning=tuning, **kwargs)
+    if req.command:
+        raise InvalidParamError("--tune-bank works with --workload or --graph, not with a Python script")
+    if bool(req.workload) == bool(req.graph_file):
+        raise InvalidParamError("give exactly one of --workload NAME or --graph FILE")
+    opts = load_options(req.options, warnings)
+    output = req.output if req.output is not None else opts.output
+    if output is None:
+        raise InvalidParamError("no output directory: pass --output or set \"output\" in --options")
+    with output_folder(Path(output)):  # a failure leaves nothing behind
+        params = {} if req.batch_size is None else {"batch": req.batch_size}
+        target = (workloads.load_graph_file(req.graph_file, **params) if req.graph_file
+                  else workloads.get_workload(req.workload, **params))
+        wl, tuning = tuned_build(target, env=bank_env(tune_bank), warnings=warnings)
+        if not tuning and wl is target:
+            warnings.warn(f"the custom repository ({tune_bank}) has no entry for {target.name}: nothing tuned")
+        kwargs: dict[str, Any] = {} if req.slice_bytes is None else {"slice_bytes": req.slice_bytes}
+        return collect(wl, output=output, options=opts, devices=req.devices, iterations=req.iterations,
+                       seed=req.seed, fixed_clock=req.fixed_clock, warnings=warnings, tuning=tuning, **kwargs)

@@ -154,18 +154,19 @@ class ClusterRequest:
 
 def run_collect_cluster(req: ClusterRequest, warnings: WarningLog) -> ClusterCollectResult:
     """Validate and run ``collect --ranks``; every bad value is a one-line error."""
-    from msprof_py.collect.cli_support import model_target
+    from msprof_py.collect.cli_support import model_target, output_folder
 
     base = req.base
     if base.devices != 1:
         raise InvalidParamError("--ranks simulates one device per rank: leave out --devices")
     target, opts, output = model_target(base, warnings, "--ranks")
-    return collect_cluster(
-        target, output=output, ranks=req.ranks, ranks_per_node=min(req.ranks_per_node, req.ranks), tp=req.tp,
-        iterations=base.iterations, seed=base.seed, fixed_clock=base.fixed_clock, options=opts,
-        slow_ranks=parse_factors(req.slow_rank, "--slow-rank"),
-        slow_links=parse_factors(req.slow_link, "--slow-link", pair=True),
-        straggler_hosts=parse_factors(req.straggler_host, "--straggler-host"),
-        clock_offset_us=parse_factors(req.clock_offset, "--clock-offset"),
-        clock_drift_ppm=parse_factors(req.clock_drift, "--clock-drift"),
-        slice_bytes=base.slice_bytes or files.DEFAULT_SLICE_BYTES, warnings=warnings)
+    with output_folder(Path(output)):  # a failure leaves no folder behind
+        return collect_cluster(
+            target, output=output, ranks=req.ranks, ranks_per_node=min(req.ranks_per_node, req.ranks), tp=req.tp,
+            iterations=base.iterations, seed=base.seed, fixed_clock=base.fixed_clock, options=opts,
+            slow_ranks=parse_factors(req.slow_rank, "--slow-rank"),
+            slow_links=parse_factors(req.slow_link, "--slow-link", pair=True),
+            straggler_hosts=parse_factors(req.straggler_host, "--straggler-host"),
+            clock_offset_us=parse_factors(req.clock_offset, "--clock-offset"),
+            clock_drift_ppm=parse_factors(req.clock_drift, "--clock-drift"),
+            slice_bytes=base.slice_bytes or files.DEFAULT_SLICE_BYTES, warnings=warnings)

@@ -24,10 +24,11 @@ from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, W
 from msprof_py.export import base
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
 from msprof_py.export.session_access import device_ids, table
+from msprof_py.parse import cache
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 LOG_DIR = "mindstudio_profiler_log"
-CACHE_DIR = "msprof_py_cache"  # the parser's cache dir name (msprof_py/parse/cache.py)
+CACHE_DIR = "msprof_py_cache"  # the parser's cache dir name (msprof_py/parse/cache.py), legacy place
 REPORTS_MAX_BYTES = 64 * 1024 * 1024
 # msprof's json_process keys (§5.4); the ones our timeline has layers for are marked in LAYER_KEYS
 JSON_PROCESS_KEYS = frozenset({
@@ -158,7 +159,7 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
             folder.mkdir(exist_ok=True)
         except OSError as err:  # name the folder that failed (db mode makes no output dir)
             raise InvalidPathError(f'Cannot create "{folder}" ({err.strerror or err}).') from None
-    for folder in (prof, out_dir, prof / LOG_DIR, prof / CACHE_DIR):  # what a killed export left
+    for folder in (prof, out_dir, prof / LOG_DIR, cache.cache_dir(prof)):  # what a killed export left
         log_lines += [f"[INFO] removed {p.name}, left by an export that was killed" for p in clean_dead(folder)]
     naming = Naming(None, options.model_id if selected else None, options.iteration_id if selected else None,
                     options.summary_format, stamp)
@@ -235,7 +236,7 @@ def _write_log(log_dir: Path, lines: list[str]) -> None:
 
 def _clear_cache(prof: Path, warnings: WarningLog) -> None:
     """``--clear``: remove our parse cache (msprof removes its sqlite/ dirs)."""
-    for d in [prof / CACHE_DIR] + [c / CACHE_DIR for c in prof.iterdir() if c.is_dir()]:
+    for d in [cache.cache_dir(prof), prof / CACHE_DIR] + [c / CACHE_DIR for c in prof.iterdir() if c.is_dir()]:
         if d.is_dir():
             try:
                 shutil.rmtree(d)

@@ -1,4 +1,11 @@
-"""Parsed tables cached beside the raw data: ``PROF_X/msprof_py_cache/session.pkl``.
+"""Parsed tables cached beside the raw data: ``PROF_X/mindstudio_profiler_log/msprof_py_cache/session.pkl``.
+
+Where msprof does not look: its Python analysis takes every sub-dir of a PROF dir not in its
+``Constant.FILTER_DIRS`` for a result dir (an unknown one stops it: "does not have PROF dir"),
+its C++ analysis reads only ``host`` and ``device_*``; ``mindstudio_profiler_log`` (msprof's own
+log folder) is in that filter list and neither analysis reads or clears it.  A cache left
+directly in the PROF dir by an older msprof_py (``PROF_X/msprof_py_cache``) is removed when the
+new one is written, so msprof accepts the dir again.
 
 Pickle protocol 5 of the DataFrames (no extra dependency, loads 1M tasks well under a second).
 Keyed by a fingerprint of every raw/metadata file's relative path, size and mtime plus the
@@ -10,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +25,20 @@ from msprof_py.atomic import atomic_open
 from msprof_py.errors import WarningLog
 from msprof_py.raw.files import FILTER_DIRS
 
-PARSER_VERSION = "parse-2"
+PARSER_VERSION = "parse-2+pmu"
 CACHE_DIR = "msprof_py_cache"
+CACHE_PARENT = "mindstudio_profiler_log"  # in msprof's FILTER_DIRS
 CACHE_FILE = "session.pkl"
+
+
+def cache_dir(prof: Path) -> Path:
+    """The cache folder of one PROF dir."""
+    return prof / CACHE_PARENT / CACHE_DIR
+
+
+def legacy_cache_dir(prof: Path) -> Path:
+    """Where msprof_py up to this version cached (inside the PROF dir: it stops msprof)."""
+    return prof / CACHE_DIR
 
 
 def fingerprint(prof: Path) -> str:
@@ -39,7 +58,7 @@ def fingerprint(prof: Path) -> str:
 
 
 def load(prof: Path, key: str) -> dict[str, Any] | None:
-    path = prof / CACHE_DIR / CACHE_FILE
+    path = cache_dir(prof) / CACHE_FILE
     try:
         with open(path, "rb") as f:
             blob = pickle.load(f)
@@ -51,10 +70,14 @@ def load(prof: Path, key: str) -> dict[str, Any] | None:
 
 
 def store(prof: Path, key: str, data: dict[str, Any], warnings: WarningLog) -> None:
-    folder = prof / CACHE_DIR
+    folder = cache_dir(prof)
     try:
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         with atomic_open(folder / CACHE_FILE) as f:
             pickle.dump({"key": key, "data": data}, f, protocol=5)
     except OSError as err:
         warnings.warn(f"{prof}: cannot write the parse cache ({err.strerror or err}); parsing again next time")
+        return
+    legacy = legacy_cache_dir(prof)
+    if (legacy / CACHE_FILE).is_file():
+        shutil.rmtree(legacy, ignore_errors=True)

@@ -60,6 +60,7 @@ class HostData:
     expand_status: int = 0  # compact.expand_stream_spec (STARS id decoding on the devices)
     kinds: KindReader | None = None  # what host/data held (unused / unknown kinds for the report)
     tables: dict = field(default_factory=dict)  # decoded tables of kinds other features registered
+    api_zero_begin: np.ndarray | None = None  # per api row: begin == 0 (kept before collectionTimeBegin)
 
 
 def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -> HostData:
@@ -74,9 +75,14 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -
 
     # ---------------- API table + call tree
     a = kinds.get(raw_api.FILE_TAG)
+    # begin 0: the call started before profiling (the first aclrtSetDevice); converted like any
+    # counter, so end - start is msprof's duration (the raw counter difference); it lies before
+    # collectionTimeBegin and is kept (api_statistic counts it; msprof's timeline leaves it out)
+    zero_begin = a["start"] == 0
     start = ticks.to_local_ns(a["start"])
     end = ticks.to_local_ns(a["end"])
-    plausible.check_window(warnings, "API call starts", kinds.label(raw_api.FILE_TAG), start, rd.collection_start_ns,
+    plausible.check_window(warnings, "API call starts", kinds.label(raw_api.FILE_TAG), start[~zero_begin],
+                           rd.collection_start_ns,
                            rd.collection_end_ns)
     thread_codes, threads = pd.factorize(a["thread_id"], sort=True)
     threads = pd.Index(threads)
@@ -232,7 +238,8 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -
             raw_hccl_op.FILE_TAG, raw_hccl_info.FILE_TAG, raw_memcpy.FILE_TAG, raw_fusion.FILE_TAG,
             raw_graph.FILE_TAG, raw_expand.FILE_TAG}
     return HostData(api, tasks, host_flips, comm_ops, hccl_infos, memcpy, fusion, graph_ids, dicts,
-                    expand_stream_spec.status(kinds.get(raw_expand.FILE_TAG)), kinds, kinds.extra_tables(core))
+                    expand_stream_spec.status(kinds.get(raw_expand.FILE_TAG)), kinds, kinds.extra_tables(core),
+                    zero_begin)
 
 
 @dataclass

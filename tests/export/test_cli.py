@@ -113,9 +113,10 @@ def test_type_db_writes_only_the_db(small_prof: Path) -> None:
 
 def test_clear_removes_the_parse_cache(small_prof: Path) -> None:
     assert run("--output", str(small_prof)).exit_code == 0
-    assert (small_prof / "msprof_py_cache").exists()
+    from msprof_py.parse.cache import cache_dir
+    assert cache_dir(small_prof).exists() and not (small_prof / "msprof_py_cache").exists()
     assert run("--output", str(small_prof), "--clear").exit_code == 0
-    assert not (small_prof / "msprof_py_cache").exists()
+    assert not cache_dir(small_prof).exists()
 
 
 def test_rerun_gives_identical_bytes(small_prof: Path) -> None:

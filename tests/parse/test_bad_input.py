@@ -154,7 +154,7 @@ def test_not_a_prof_dir(tmp_path: Path, make: str) -> None:
 
 
 def test_unwritable_cache_is_a_warning(small_prof: Path) -> None:
-    (small_prof / "msprof_py_cache").write_text("in the way")  # mkdir of the cache dir fails
+    (small_prof / "mindstudio_profiler_log").write_text("in the way")  # mkdir of the cache dir fails
     s = load(small_prof)
     assert any("cannot write the parse cache" in m for m in s.warnings)
     assert len(s.tasks) == 33

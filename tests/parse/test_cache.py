@@ -14,7 +14,7 @@ from msprof_py.parse.session import TABLES, load
 
 def test_second_load_comes_from_the_cache_and_equals_the_parse(small_prof: Path, monkeypatch) -> None:
     first = load(small_prof)
-    cache_file = small_prof / cache.CACHE_DIR / cache.CACHE_FILE
+    cache_file = cache.cache_dir(small_prof) / cache.CACHE_FILE
     assert cache_file.is_file()
     assert not any("msprof_py_cache" in str(p) for p in (small_prof / "host" / "data").rglob("*"))
 
@@ -58,13 +58,13 @@ def test_cache_write_is_atomic_and_leaves_no_temp_files(small_prof: Path, monkey
     monkeypatch.setattr(pickle, "dump", boom)
     s = load(small_prof)
     assert any("cannot write the parse cache" in m for m in s.warnings)
-    folder = small_prof / cache.CACHE_DIR
+    folder = cache.cache_dir(small_prof)
     assert not list(folder.glob("*"))  # neither a partial session.pkl nor a temp file
 
 
 def test_corrupt_cache_file_is_reparsed(small_prof: Path) -> None:
     load(small_prof)
-    (small_prof / cache.CACHE_DIR / cache.CACHE_FILE).write_bytes(b"not a pickle")
+    (cache.cache_dir(small_prof) / cache.CACHE_FILE).write_bytes(b"not a pickle")
     s = load(small_prof)
     assert len(s.tasks) == 33
 
@@ -73,3 +73,15 @@ def test_corrupt_cache_file_is_reparsed(small_prof: Path) -> None:
 def test_use_cache_false_writes_nothing(small_prof: Path, use_cache: bool) -> None:
     load(small_prof, use_cache=use_cache)
     assert not (small_prof / cache.CACHE_DIR).exists()
+
+
+def test_cache_is_where_msprof_does_not_look(small_prof: Path) -> None:
+    """msprof's Python analysis takes every PROF sub-dir outside its FILTER_DIRS for a result dir:
+    the cache lives in mindstudio_profiler_log (filtered), and an old in-tree cache is removed."""
+    legacy = cache.legacy_cache_dir(small_prof)
+    legacy.mkdir()
+    (legacy / cache.CACHE_FILE).write_bytes(b"old")
+    load(small_prof)
+    subdirs = {p.name for p in small_prof.iterdir() if p.is_dir()}
+    assert subdirs <= {"host", "device_0", "device_1", "mindstudio_profiler_log"}, subdirs
+    assert (cache.cache_dir(small_prof) / cache.CACHE_FILE).is_file()

@@ -54,3 +54,15 @@ def test_task_and_api_times_equal_msprof(tmp_path: Path, name: str) -> None:
     api_ts = sorted(_ns(str(e["ts"])) for e in trace if e.get("ph") == "X" and str(e.get("name", "")).startswith("AscendCL@"))
     ours_api = sorted(int(v) for v, lv in zip(s.api["start_ns"], s.api["level"]) if lv == "acl")
     assert api_ts and set(api_ts) <= {v + d for v in ours_api for d in (-1, 0, 1)}
+
+
+def test_api_with_begin_zero_is_kept(tmp_path: Path) -> None:
+    """310B: the first aclrtSetDevice has begin 0 (it started before profiling); msprof counts it
+    in api_statistic with duration = its end counter converted (178779560478.79 us there)."""
+    s = load(_copy(tmp_path, "310b_fastgelu"), use_cache=False)
+    assert not [m for m in s.warnings if "api_event" in m]
+    sd = s.api[s.api["name"].astype(str) == "aclrtSetDevice"]
+    assert len(sd) == 1
+    expected = {r["API Name"]: r for r in csv.DictReader(next(
+        (next((REAL / "310b_fastgelu").glob("PROF_*")) / "mindstudio_profiler_output").glob("api_statistic_*.csv")).open())}
+    assert abs(int(sd["dur_ns"].iloc[0]) - _ns(expected["aclrtSetDevice"]["Time(us)"])) <= 1

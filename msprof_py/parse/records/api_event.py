@@ -1,6 +1,6 @@
 """``api_event.data``: MsprofApi intervals and MsprofEvent points (40 B each, one file).
 
-Output: APIs (begin > 0) plus Events paired into pseudo-APIs by (level, thread, type,
+Output: APIs (end >= begin; begin 0 = started before profiling) plus Events paired into pseudo-APIs by (level, thread, type,
 request_id, item_id) in file order -- first = start, second = end (msprof's
 CANNEventGenerator).  Every record takes the next running ``connection_id`` in file order
 (aging stream first, then unaging: file-name order); a pseudo-API keeps its start record's id.
@@ -30,9 +30,11 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     is_event = end == np.uint64(EVENT_FLAG)
 
     api = ~is_event
-    bad = api & ((begin == 0) | (end < begin))
+    # begin == 0 is how the runtime reports a call that started before profiling did (the first
+    # aclrtSetDevice): msprof keeps it (its start converts to monotonic 0), so do we
+    bad = api & (end < begin)
     if bad.any():
-        warnings.warn(f"api_event: {int(bad.sum())} API record(s) with begin == 0 or end < begin dropped (invalid)")
+        warnings.warn(f"api_event: {int(bad.sum())} API record(s) with end < begin dropped (invalid)")
     api &= ~bad
 
     # --- events: pair by key in file order
