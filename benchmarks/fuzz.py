@@ -157,6 +157,7 @@ def main() -> int:
             by_kind.setdefault(muts[0].kind, Counter())[out.kind] += 1
             if out.kind == "silent" and out.changed(base[s]):
                 silent_changed += 1
+                by_kind[muts[0].kind]["silent_changed"] += 1
             if out.kind == "crash":
                 sites[out.where] += 1
                 if sites[out.where] == 1:

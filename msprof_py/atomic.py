@@ -160,21 +160,26 @@ def scratch_dir(parent: str | os.PathLike[str]) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent))
 
 
-def clean_dead(folder: str | os.PathLike[str]) -> list[Path]:
+def clean_dead(folder: str | os.PathLike[str], extra: tuple[re.Pattern[str], ...] = ()) -> list[Path]:
     """Remove the temporary files and scratch dirs in ``folder`` left by a msprof_py process
     that is no longer running (killed with SIGKILL, power loss); returns what was removed.
 
     Only names this module makes (``.{name}.{pid}-{8 hex}.tmp``, ``.msprof_py_scratch_{pid}-*``)
-    are touched, and only when no process has that pid (a live one, ours or another user's,
-    keeps its files).  Errors are ignored: cleaning is best effort."""
+    are touched, plus directories matching one of ``extra`` (patterns with a ``pid`` group, e.g.
+    the collector's temporary PROF dirs), and only when no process has that pid (a live one,
+    ours or another user's, keeps its files).  Errors are ignored: cleaning is best effort."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return removed
     for e in entries:
-        m = TMP_RE.match(e.name) if e.is_file(follow_symlinks=False) else (
-            SCRATCH_RE.match(e.name) if e.is_dir(follow_symlinks=False) else None)
+        if e.is_file(follow_symlinks=False):
+            m = TMP_RE.match(e.name)
+        elif e.is_dir(follow_symlinks=False):
+            m = next((r.match(e.name) for r in (SCRATCH_RE, *extra) if r.match(e.name)), None)
+        else:
+            m = None
         if m is None or _alive(int(m["pid"])):
             continue
         try:

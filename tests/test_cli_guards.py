@@ -97,3 +97,26 @@ def test_single_op_operator_tuning_works(tmp_path: Path, monkeypatch: pytest.Mon
     opat = json.loads(text)[1]["OPAT"]
     assert opat["model_baseline_performance(ms)"] > 0
     assert opat["model_performance_improvement"].endswith("%")
+
+
+def test_failed_tuned_collect_leaves_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    _one_line_error(["collect", "--workload", "nosuch", "--tune-bank", str(tmp_path), "--output", str(out)],
+                    "unknown workload")
+    assert not out.exists()
+
+
+def test_collect_removes_what_a_killed_collect_left(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    dead = tmp_path / f".msprof_py_tmp_{p.pid}_0123abcd"
+    (dead / "host").mkdir(parents=True)
+    alive = tmp_path / f".msprof_py_tmp_{os.getppid()}_0123abcd"
+    alive.mkdir()
+    res = CliRunner().invoke(cli, ["collect", "--workload", "single_op", "--output", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert not dead.exists() and alive.exists()

@@ -32,6 +32,7 @@ import pandas as pd
 from msprof_py.errors import DataError, InvalidParamError
 
 OTHER = "(idle, overlap, other)"
+NEEDED = ["Op Name", "OP Type", "Task Start Time(us)", "Task Duration(us)"]  # op_summary columns we read
 PHASES = ["Iteration Time", "FP to BP Time", "Iteration Refresh", "Data Aug Bound"]
 
 
@@ -114,7 +115,11 @@ def from_export(folder: Path, device: int | None = None) -> RunTimes:
     pick = [p for p in sums if device is not None and p.stem.split("_")[2:3] == [str(device)]] or sums[:1]
     ops_rows, step_rows = [], []
     with open(pick[0], newline="", encoding="utf-8") as fp:
-        for r in csv.DictReader(fp):
+        reader = csv.DictReader(fp)
+        missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(f"{pick[0]}: not an op_summary file (no column {', '.join(missing)})")
+        for r in reader:
             if r.get("Task Type") == "COMMUNICATION":  # HCCL big ops: not device tasks in the session either
                 continue
             start, dur = _ns(r.get("Task Start Time(us)", "")), _ns(r.get("Task Duration(us)", ""))
@@ -212,6 +217,9 @@ def _table(b: pd.DataFrame, n: pd.DataFrame, nb: int, nn: int, d_iter: float, re
 def diff(base: Any, new: Any, device: int | None = None) -> DiffResult:
     """Compare ``base`` and ``new`` (see the module doc for the inputs and tables)."""
     a, b = load_side(base, device), load_side(new, device)
+    for side in (a, b):
+        if not len(side.ops):
+            raise DataError(f"{side.label}: no operator tasks to compare")
     na, nb = max(1, len(a.steps)), max(1, len(b.steps))
     ia, ib = float(a.steps["Iteration Time"].mean()), float(b.steps["Iteration Time"].mean())
     d_iter = ib - ia

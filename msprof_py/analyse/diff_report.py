@@ -9,7 +9,7 @@ import pandas as pd
 
 from msprof_py.analyse import svg
 from msprof_py.analyse.diff import DiffResult, diff
-from msprof_py.atomic import atomic_open
+from msprof_py.atomic import write_text
 from msprof_py.errors import InvalidPathError
 
 TABLES = ("ops", "op_types", "iterations", "phases")
@@ -17,12 +17,7 @@ WATERFALL_BARS = 15
 
 
 def _write(path: Path, data: str) -> Path:
-    try:
-        with atomic_open(path) as fp:
-            fp.write(data.encode())
-    except OSError as err:
-        raise InvalidPathError(f'Cannot write "{path}" ({err.strerror or err}).') from None
-    return path
+    return write_text(path, data, error="cannot write")
 
 
 def terminal(r: DiffResult, top: int = 15) -> str:

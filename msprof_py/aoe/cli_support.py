@@ -44,7 +44,8 @@ def run_collect_tuned(req: Any, warnings: Any, tune_bank: str) -> Any:
     """
     from msprof_py.aoe.apply import tuned_build
     from msprof_py.collect.options import load_options
-    from msprof_py.collect.session import collect, ensure_output
+    from msprof_py.collect.cli_support import output_folder
+    from msprof_py.collect.session import collect
     from msprof_py.runtime import workloads
 
     if req.command:
@@ -55,13 +56,13 @@ def run_collect_tuned(req: Any, warnings: Any, tune_bank: str) -> Any:
     output = req.output if req.output is not None else opts.output
     if output is None:
         raise InvalidParamError("no output directory: pass --output or set \"output\" in --options")
-    ensure_output(Path(output))
-    params = {} if req.batch_size is None else {"batch": req.batch_size}
-    target = (workloads.load_graph_file(req.graph_file, **params) if req.graph_file
-              else workloads.get_workload(req.workload, **params))
-    wl, tuning = tuned_build(target, env=bank_env(tune_bank), warnings=warnings)
-    if not tuning and wl is target:
-        warnings.warn(f"the custom repository ({tune_bank}) has no entry for {target.name}: nothing tuned")
-    kwargs: dict[str, Any] = {} if req.slice_bytes is None else {"slice_bytes": req.slice_bytes}
-    return collect(wl, output=output, options=opts, devices=req.devices, iterations=req.iterations, seed=req.seed,
-                   fixed_clock=req.fixed_clock, warnings=warnings, tuning=tuning, **kwargs)
+    with output_folder(Path(output)):  # a failure leaves nothing behind
+        params = {} if req.batch_size is None else {"batch": req.batch_size}
+        target = (workloads.load_graph_file(req.graph_file, **params) if req.graph_file
+                  else workloads.get_workload(req.workload, **params))
+        wl, tuning = tuned_build(target, env=bank_env(tune_bank), warnings=warnings)
+        if not tuning and wl is target:
+            warnings.warn(f"the custom repository ({tune_bank}) has no entry for {target.name}: nothing tuned")
+        kwargs: dict[str, Any] = {} if req.slice_bytes is None else {"slice_bytes": req.slice_bytes}
+        return collect(wl, output=output, options=opts, devices=req.devices, iterations=req.iterations,
+                       seed=req.seed, fixed_clock=req.fixed_clock, warnings=warnings, tuning=tuning, **kwargs)

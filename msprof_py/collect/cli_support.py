@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,9 +47,7 @@ def run_collect(req: CollectRequest, warnings: WarningLog) -> CollectResult:
     if output is None:
         raise InvalidParamError("no output directory: pass --output or set \"output\" in --options")
     slice_bytes = req.slice_bytes or files.DEFAULT_SLICE_BYTES
-    made = _new_dirs(Path(output))
-    try:
-        ensure_output(Path(output))  # fail before any work is done
+    with output_folder(Path(output)):  # fail before any work is done; a failure leaves nothing
         if req.command:
             return _run_script(req, output, slice_bytes, warnings)
         from msprof_py.runtime import workloads
@@ -59,8 +59,18 @@ def run_collect(req: CollectRequest, warnings: WarningLog) -> CollectResult:
             target = workloads.get_workload(req.workload, **params)  # WorkloadError lists the valid names
         return collect(target, output=output, options=opts, devices=req.devices, iterations=req.iterations,
                        seed=req.seed, fixed_clock=req.fixed_clock, slice_bytes=slice_bytes, warnings=warnings)
+
+
+@contextmanager
+def output_folder(output: Path) -> Iterator[None]:
+    """``ensure_output(output)`` for the block; if the block fails, remove the folders this made
+    (only while empty: never anything a user or another run put there)."""
+    made = _new_dirs(output)
+    try:
+        ensure_output(output)
+        yield
     except BaseException:
-        _remove_if_empty(made)  # a failed collect leaves nothing behind, not even the folder it made
+        _remove_if_empty(made)
         raise
 
 

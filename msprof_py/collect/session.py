@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import secrets
 import shutil
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from msprof_py.atomic import clean_dead
 from msprof_py.collect.hooks import CollectorHooks
 from msprof_py.collect.metadata import RunInfo, write_metadata
 from msprof_py.collect.options import ProfilingOptions, load_options
@@ -32,6 +34,7 @@ from msprof_py.runtime.clock import SimClock
 from msprof_py.runtime.device import ATLAS_A2, DeviceSpec
 
 TMP_PREFIX = ".msprof_py_tmp_"
+TMP_RE = re.compile(r"^\.msprof_py_tmp_(?P<pid>\d+)_[0-9a-f]{8}$")
 
 
 @dataclass
@@ -69,6 +72,7 @@ class ProfileSession:
         self.clock = SimClock.create(self.spec.host_cpu_frequency_mhz, self.spec.hwts_frequency_mhz,
                                      self.fixed_clock)
         ensure_output(self.output)
+        clean_dead(self.output, (TMP_RE,))  # what a collect killed with SIGKILL left here
         self.tmp_dir = self.output / f"{TMP_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
         try:
             self.tmp_dir.mkdir()

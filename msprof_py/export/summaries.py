@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, api_of_device, of_device, table
 from msprof_py.export.table_writer import Col, write_table
@@ -144,7 +145,10 @@ class OpSummary:
             Col.ints(np.concatenate([ctx_id, np.zeros(n_c, np.int64)])[order],
                      na_mask=np.concatenate([ctx_id == NA_ID, np.ones(n_c, bool)])[order]),
         ]
-        return [write_table(stem(out_dir, naming, self.name), OP_SUMMARY_HEADER, cols, naming.summary_format)]
+        # device counters (PMU) extend the row: msprof_py.export.pmu_export
+        pmu_header, pmu_cols = pmu_export.op_summary_columns(session, dev, t, n_c, order, dur)
+        return [write_table(stem(out_dir, naming, self.name), OP_SUMMARY_HEADER + pmu_header, cols + pmu_cols,
+                            naming.summary_format)]
 
 
 # -- op_statistic ---------------------------------------------------------------------------

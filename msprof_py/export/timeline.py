@@ -34,6 +34,7 @@ import pandas as pd
 
 from msprof_py.atomic import atomic_open
 from msprof_py.export import intervals
+from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import api_of_device, device_info, of_device, table
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
@@ -399,6 +400,9 @@ def build_timeline(session: Any, device_id: int, ctx: ExportContext) -> Timeline
     if ctx.layer_on("overlap_analyse"):
         all_tasks = shown_tasks(session, device_id)
         overlap_layer(session, device_id, all_tasks, of_device(table(session, "communication"), device_id), tl)
+    if ctx.layer_on("freq"):
+        tl.counters += pmu_export.freq_counters(session, device_id, tl.meta, _device_pid(session, device_id),
+                                                SORT_ASCEND_HW)
     comm_tid = None
     if len(comm_ops):
         names = [e for e in tl.meta.events if e["name"] == "thread_name"

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.atomic import temp_path
+from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import device_ids, device_info, table
 from msprof_py.export.views import shown_tasks, task_types
@@ -207,6 +208,8 @@ def _fill(con: sqlite3.Connection, session: Any) -> None:
             sid.column(_strip_quotes(c["input_shapes"])), sid.column(c["output_formats"]),
             sid.column(c["output_data_types"]), sid.column(_strip_quotes(c["output_shapes"])), na,
             sid.column(c["op_state"]), sid.column(c["hf32_eligible"]), na, na)
+    # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
+    pmu_export.db_tables(con, session, t, gid if t is not None else None, sid.one)
     # CANN_API
     api = table(session, "api")
     if len(api):

@@ -16,6 +16,7 @@ from msprof_py.parse.host import HostData, load_host
 from msprof_py.parse.join import join_device
 from msprof_py.parse.session import result_dirs
 from msprof_py.parse.steps import assign, build_steps
+from msprof_py.parse.pmu import table as pmu_table
 
 CATEGORY_COLS = ("op_name", "op_type", "task_type", "host_task_type", "device_task_type", "op_state",
                  "hf32_eligible", "kernel_name", "input_shapes", "input_data_types", "input_formats",
@@ -33,7 +34,7 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     host = load_host(host_rd, warnings, clk.host_ticks()) if host_rd is not None else None
     host_tasks = host.host_tasks if host is not None else _empty_host_tasks()
 
-    tasks_parts, steps_parts, ar_parts = [], [], []
+    tasks_parts, steps_parts, ar_parts, pmu_parts, freq_parts = [], [], [], [], []
     readers = [host.kinds] if host is not None else []
     seen_devices = set()
     for rd in dev_rds:
@@ -43,6 +44,8 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
         seen_devices.add(dd.device_id)
         mine = host_tasks[host_tasks["device_id"] == dd.device_id]
         joined = join_device(dd.device_id, mine.reset_index(drop=True), dd.tasks, warnings, str(rd.path))
+        pmu_parts.append(pmu_table.build(dd.device_id, rd, dd.pmu, joined, warnings))
+        freq_parts.append(dd.aicore_freq)
         steps, ar = build_steps(dd.device_id, dd.step_records)
         _iterations(joined, steps)
         before = (joined["start_ns"] >= 0) & (joined["start_ns"] < rd.collection_start_ns)
@@ -88,7 +91,9 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     tasks = tasks[schema.TASK_COLUMNS].reset_index(drop=True)
     out = {"api": api[schema.API_COLUMNS].reset_index(drop=True), "tasks": tasks, "steps": steps,
            "all_reduce": all_reduce, "communication": communication, "comm_tasks": comm_tasks,
-           "fusion_ops": fusion, "memcpy": memcpy, "devices": devices}
+           "fusion_ops": fusion, "memcpy": memcpy, "devices": devices,
+           "pmu": _concat_any(pmu_parts, pmu_table.KEY_COLS),
+           "aicore_freq": _concat_any(freq_parts, ["device_id", "timestamp_ns", "freq_mhz"])}
     return {name: cats.normalize(df) for name, df in out.items()}
 
 
@@ -231,6 +236,13 @@ def _devices(host_rd, dev_rds) -> pd.DataFrame:
             "dir_name": rd.name,
         })
     return pd.DataFrame(rows, columns=schema.DEVICE_INFO_FIELDS)
+
+
+def _concat_any(parts: list, cols: list[str]) -> pd.DataFrame:
+    parts = [p for p in parts if p is not None and len(p)]
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in cols})
+    return pd.concat(parts, ignore_index=True)
 
 
 def _int(v, default: int = -1) -> int:

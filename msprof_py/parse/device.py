@@ -12,6 +12,8 @@ from msprof_py.parse import plausible
 from msprof_py.parse.cats import frame
 from msprof_py.parse.flip import compute_batch_id
 from msprof_py.parse.meta import ResultDir, Ticks
+from msprof_py.parse.pmu import load_device_pmu
+from msprof_py.parse.pmu.table import DevicePmu
 from msprof_py.parse.records.dictionaries import Dictionaries
 from msprof_py.parse.records.parts import DecodeContext
 from msprof_py.parse.registry import DEVICE, KindReader
@@ -26,6 +28,8 @@ class DeviceData:
     flips: pd.DataFrame
     kinds: KindReader | None = None  # what data/ held (unused / unknown kinds for the report)
     tables: dict = field(default_factory=dict)  # decoded tables of kinds other features registered
+    pmu: DevicePmu | None = None  # PMU records matched to the tasks (parse.pmu)
+    aicore_freq: pd.DataFrame | None = None  # AI Core frequency rows (parse.pmu.freq)
 
 
 def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None = None,
@@ -56,7 +60,9 @@ def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None 
                    "timestamp": flip_time})
     if not len(tasks) and not len(steps):
         warnings.warn(f"{rd.path / 'data'}: no device task or step-trace data")
-    return DeviceData(dev, tasks, steps, flips, kinds, kinds.extra_tables({raw_stars.FILE_TAG, raw_ts.FILE_TAG}))
+    extra = kinds.extra_tables({raw_stars.FILE_TAG, raw_ts.FILE_TAG})
+    pmu, freq = load_device_pmu(rd, extra, t, start, warnings, ticks)
+    return DeviceData(dev, tasks, steps, flips, kinds, extra, pmu, freq)
 
 
 def _plausible(rd: ResultDir, kinds: KindReader, t, start: np.ndarray, dur: np.ndarray, warnings: WarningLog) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import Callable
 
 import json
 
@@ -56,7 +57,7 @@ def _int_in(value: object, lo: int, hi: int) -> int | None:
 
 
 # key -> (check, what a valid value is); a check returns the typed value or None
-_Check = tuple
+_Check = tuple[Callable[[object], object], str]
 INFO_KEYS: dict[str, _Check] = {
     "pid": (lambda v: _int_in(v, 0, 2**32 - 1), "a process id (0 .. 2^32-1)"),
     "rank_id": (lambda v: _int_in(v, -1, 2**31 - 1), "a rank id (-1 .. 2^31-1)"),

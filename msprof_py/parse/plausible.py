@@ -8,6 +8,7 @@ not change any value; they say that a value is wrong and where the first one is.
 | problem                                   | where it is checked                         |
 |-------------------------------------------|---------------------------------------------|
 | a slice with the same bytes as another    | reader.read_records (every stream)          |
+| a gap in a stream's slice numbers         | reader.read_records                         |
 | a slice whose size differs from its .done | reader.read_records (msprof writes         |
 |   file, or that holds a partial record     |   ``slice_N.done`` with ``filesize:N``)     |
 |   between whole-record slices              |                                             |
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 WINDOW_SLACK_NS = 3600 * 10**9  # an hour either side: clock skew and late flushes are not corruption
 DONE_RE = re.compile(rb"filesize\s*:\s*(\d+)")
 HEAD_BYTES = 4096
+SLICE_RE = re.compile(r"slice_(\d+)$")
 # host record kinds with a count field and the capacity of the array it counts
 DECLARED_COUNTS = {"additional.context_id_info": ("ctx_id_num", 55), "additional.tensor_info": ("tensor_num", 5),
                    "additional.fusion_op_info": ("fusion_op_num", 8)}
@@ -42,8 +44,9 @@ DECLARED_COUNTS = {"additional.context_id_info": ("ctx_id_num", 55), "additional
 
 def check_slices(stream: "Stream", sizes: list[int], itemsize: int, maps: list[np.ndarray],
                  warnings: WarningLog) -> None:
-    """Duplicated slices, sizes that disagree with msprof's ``.done`` files, and a partial
-    record in the middle of a stream whose other slices hold whole records."""
+    """Duplicated slices, a partial record in the middle of a stream whose other slices hold
+    whole records, gaps in the slice numbers, sizes that disagree with msprof's ``.done`` files.
+    ``maps``: the slices' read-only memory maps (compared only when size and first 4 KB match)."""
     if len(stream.paths) > 1:
         seen: dict[tuple[int, bytes], int] = {}
         dups = []
@@ -62,10 +65,16 @@ def check_slices(stream: "Stream", sizes: list[int], itemsize: int, maps: list[n
                            len(dups), f"{stream.paths[i]} byte 0 (same as {stream.paths[j].name})")
         whole = [s % itemsize == 0 for s in sizes]
         torn = [i for i in range(len(sizes) - 1) if not whole[i]]
-        if torn and sum(whole) >= len(sizes) - len(torn) and sum(whole) >= 2:
+        if torn and sum(whole) >= 2:  # whole-record slices are the rule here, so a torn one is damage
             i = torn[0]
             warnings.tally("slices holding a partial record between slices of whole records (bytes inserted "
                            "or cut?)", len(torn), f"{stream.paths[i]} byte {sizes[i] - sizes[i] % itemsize}")
+    numbered = [(int(m.group(1)), p) for p in stream.paths if (m := SLICE_RE.search(p.name))]
+    gaps = [(a, b, p) for (a, _), (b, p) in zip(numbered, numbered[1:]) if b > a + 1]
+    if gaps:
+        a, b, after = gaps[0]
+        warnings.tally("gaps in a stream's slice numbers (slices removed? records are missing there)",
+                       sum(b - a - 1 for a, b, _ in gaps), f"{after} byte 0 (slice_{a + 1} .. slice_{b - 1} missing)")
     bad = []
     for path, size in zip(stream.paths, sizes):
         declared = _done_size(path)

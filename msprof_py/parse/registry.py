@@ -19,9 +19,10 @@ from typing import Any, Callable
 import numpy as np
 
 from msprof_py.parse import plausible, reader
-from msprof_py.parse.records import (api_event, context_id_info, expand_stream_spec, node_basic_info, simple,
-                                     stars_soc, task_track, tensor_info, ts_track)
+from msprof_py.parse.records import (api_event, context_id_info, expand_stream_spec, ffts_profile, lpm_info,
+                                     node_basic_info, simple, stars_soc, task_track, tensor_info, ts_track)
 from msprof_py.parse.records.parts import DecodeContext, Parts
+from msprof_py.raw import ffts_profile as raw_ffts, lpm_info as raw_lpm
 from msprof_py.raw import (api_event as raw_api, context_id_info as raw_ctx, expand_stream_spec as raw_expand,
                            fusion_op_info as raw_fusion, graph_id_map as raw_graph, hash_dic as raw_hash,
                            hccl_info as raw_hccl_info, hccl_op_info as raw_hccl_op, memcpy_info as raw_memcpy,
@@ -74,9 +75,11 @@ KINDS: list[Kind] = [
          "host tasks on (stream, task, context, batch)"),
     Kind(DEVICE, raw_ts.FILE_TAG, raw_ts.PREFIX_DTYPE, ts_track.decode, "ts_track",
          "steps (model, iteration); flips -> batch ids"),
-    Kind(DEVICE, "ffts_profile.data", None, None, "pmu", "task-based PMU counters (not decoded)"),
-    Kind(DEVICE, "lpmInfoConv.data", None, None, "freq", "AI Core frequency (not decoded)"),
-    Kind(DEVICE, "lpmFreqConv.data", None, None, "freq", "AI Core frequency (not decoded)"),
+    Kind(DEVICE, raw_ffts.FILE_TAG, raw_ffts.DTYPE, ffts_profile.decode, "ffts_pmu",
+         "device tasks on (stream, task, context) + time window -> parse.pmu (PmuAssociation)"),
+    Kind(DEVICE, raw_lpm.FILE_TAG, raw_lpm.DTYPE, lpm_info.decode_info, "freq_info",
+         "AICORE_FREQ / AI Core Freq track; PMU times on non-910B chips"),
+    Kind(DEVICE, raw_lpm.FREQ_FILE_TAG, raw_lpm.DTYPE, lpm_info.decode_freq, "freq_conv", "PMU times on the 910B"),
     Kind(DEVICE, "aicore.data", None, None, "pmu", "AI Core PMU counters (not decoded)"),
     Kind(DEVICE, "aiVectorCore.data", None, None, "pmu", "AI Vector Core PMU counters (not decoded)"),
 ]

@@ -18,7 +18,8 @@ from msprof_py.raw.files import FILTER_DIRS, HOST_DIR
 
 DEVICE_DIR_RE = re.compile(r"^device_(\d+)$")
 MAX_DEVICE_ID = 65535  # real ids are < 64 (64 is msprof's host id); anything huge is a renamed dir
-TABLES = ("api", "tasks", "steps", "all_reduce", "communication", "comm_tasks", "fusion_ops", "memcpy", "devices")
+TABLES = ("api", "tasks", "steps", "all_reduce", "communication", "comm_tasks", "fusion_ops", "memcpy", "devices",
+          "pmu", "aicore_freq")
 
 
 @dataclass
@@ -33,7 +34,10 @@ class Session:
       host-only rows (``match`` == "host_only", start/dur -1);
     - ``steps`` / ``all_reduce``: iterations per (device, model) and all-reduce tag pairs;
     - ``communication`` / ``comm_tasks``: HCCL big ops and their sub-tasks;
-    - ``fusion_ops``, ``memcpy``, ``devices``.
+    - ``fusion_ops``, ``memcpy``, ``devices``;
+    - ``pmu``: msprof's metric_summary values per device task with PMU data (columns depend on
+      the chip and ``aic_metrics``: :mod:`msprof_py.parse.pmu.table`); ``aicore_freq``: AI Core
+      frequency changes (``device_id, timestamp_ns, freq_mhz``; :mod:`msprof_py.parse.pmu.freq`).
 
     ``profs`` holds one Session per PROF dir (``path`` set) when several were loaded;
     ``warnings`` collects every recoverable problem met while parsing (print once at the end).
@@ -49,6 +53,8 @@ class Session:
     fusion_ops: pd.DataFrame
     memcpy: pd.DataFrame
     devices: pd.DataFrame
+    pmu: pd.DataFrame = field(default_factory=pd.DataFrame)
+    aicore_freq: pd.DataFrame = field(default_factory=pd.DataFrame)
     warnings: WarningLog = field(default_factory=WarningLog)
     profs: list["Session"] = field(default_factory=list)
     selection: tuple[int, int, int] | None = None  # (model_id, iteration_id, count) after select()

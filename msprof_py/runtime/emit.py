@@ -188,8 +188,18 @@ class Emitter:
         }
 
     def _stars(self, d, st, en, stream, tid, sqe_t, ffts_t, ctx_t) -> None:
-        """STARS logs of a chunk of iterations in time order: an ACSQ start/end pair per task, an
-        FFTS+ sub-task start/end pair (context id, sub-task type) for MIX kernels."""
+        """STARS logs of a chunk of iterations in time order: an ACSQ start/end pair per task, and
+        for MIX kernels also an FFTS+ sub-task start/end pair (context id, sub-task type) -- real
+        STARS logs a MIX kernel both ways (the PyPTO captures: one AI_CORE ACSQ pair and one
+        MIX_AIC sub-task pair per kernel), so both of msprof's host rows (context 4294967295 and 0)
+        find their device log."""
+        mix = np.flatnonzero(ffts_t)
+        if len(mix):  # the ACSQ pair of each MIX kernel: a whole-task AI_CORE log, same times
+            st, en = np.concatenate([st, st[:, mix]], axis=1), np.concatenate([en, en[:, mix]], axis=1)
+            stream, tid = np.concatenate([stream, stream[mix]]), np.concatenate([tid, tid[:, mix]], axis=1)
+            sqe_t = np.concatenate([sqe_t, np.full(len(mix), stars_soc.SQE_TYPE_IDS["AI_CORE"], sqe_t.dtype)])
+            ffts_t = np.concatenate([ffts_t, np.zeros(len(mix), bool)])
+            ctx_t = np.concatenate([ctx_t, ctx_t[mix]])
         nk, T = st.shape
         n = nk * T
         cnt0 = self.stars_cnt.get(d, 0)

@@ -227,7 +227,7 @@ def model_plan(wl: Workload, body: list[Op], devices: int, device_id: int, spec:
     weight_shapes = {(w.shape, w.dtype) for w in graph.weights}
     bp_at = [i for i, op in enumerate(body) if op.phase == "bp"] or [len(body) - 1]
     grads = [sum(t.nbytes for t in body[i].outputs if (t.shape, t.dtype) in weight_shapes) for i in bp_at]
-    segments = hccl.gradient_segments(grads, sum(w.nbytes for w in graph.weights))
+    segments = _segments(body, bp_at, grads, sum(w.nbytes for w in graph.weights))
     for n_seg, (k, nbytes) in reversed(list(enumerate(segments))):
         ar = (make_allreduce(nbytes, n_seg) if make_allreduce is not None
               else hccl.AllReduce.for_graph(graph, devices, device_id, spec, nbytes, n_seg))
@@ -236,6 +236,19 @@ def model_plan(wl: Workload, body: list[Op], devices: int, device_id: int, spec:
         if kind == "hccl":
             item.after = j - 1  # inserted right after the op that completes its gradients
     return plan
+
+
+def _segments(body: list[Op], bp_at: list[int], grads: list[int], total: int) -> list[tuple[int, int]]:
+    """GE's all-reduce fusion (:func:`hccl.gradient_segments`), except for backward ops with attr
+    ``"allreduce": "alone"``: their gradient is all-reduced on its own right after them (fusion
+    off for it: a documented fault for the small-all-reduce advice)."""
+    alone = [k for k, i in enumerate(bp_at) if body[i].attrs.get("allreduce") == "alone" and grads[k] > 0]
+    if not alone:
+        return hccl.gradient_segments(grads, total)
+    rest = [k for k in range(len(bp_at)) if k not in alone]
+    rest_total = total - sum(grads[k] for k in alone)
+    fused = hccl.gradient_segments([grads[k] for k in rest], rest_total) if rest and rest_total > 0 else []
+    return sorted([(k, grads[k]) for k in alone] + [(rest[j], b) for j, b in fused])
 
 
 class _Streams:

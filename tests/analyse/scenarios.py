@@ -110,3 +110,17 @@ def graph_doc_train() -> dict[str, Any]:
         {"name": "update/w2", "type": "ApplyMomentum", "inputs": ["w2", "grad/w2"], "phase": "update",
          "outputs": [{"name": "w2_new", "shape": [1024, 1024], "format": "FRACTAL_NZ"}]}]
     return doc
+
+
+def graph_doc_small_grads(alone: bool) -> dict[str, Any]:
+    """The training graph plus four small bias gradients (2 KiB each); ``alone``: each is
+    all-reduced on its own (op attr ``allreduce: alone``) instead of being fused."""
+    doc = graph_doc_train()
+    for k in range(4):
+        doc["weights"].append({"name": f"bias{k}", "shape": [1024]})
+        op = {"name": f"grad/bias{k}/BiasAddGrad", "type": "BiasAddGrad", "inputs": ["out/Relu:0"], "phase": "bp",
+              "outputs": [{"name": f"grad/bias{k}", "shape": [1024]}]}
+        if alone:
+            op["attrs"] = {"allreduce": "alone"}
+        doc["ops"].insert(len(doc["ops"]) - 2, op)
+    return doc

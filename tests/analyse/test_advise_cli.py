@@ -115,3 +115,24 @@ def test_advise_subprocess(runs) -> None:
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "Synchronisation on the hot path" in r.stdout
+
+
+def test_advise_unwritable_output_is_one_line(runs, tmp_path) -> None:
+    import shutil
+    prof = tmp_path / runs["clean"].name
+    shutil.copytree(runs["clean"], prof)
+    (prof / OUT).mkdir(exist_ok=True)
+    (prof / OUT / "prof_rule_0.json").mkdir()  # a directory where the file must go
+    r = CliRunner().invoke(cli, ["advise", "--output", str(prof)])
+    assert r.exit_code != 0 and "Traceback" not in r.output and "prof_rule_0.json" in r.output
+
+
+def test_diff_bad_inputs_are_one_line(runs, tmp_path) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "op_summary_0.csv").write_text("not,a,summary\n1,2,3\n")
+    for args in (["diff", str(tmp_path / "empty"), str(runs["clean"])],
+                 ["diff", str(runs["clean"]), str(tmp_path / "bad"), "--output", str(tmp_path / "o")]):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code != 0, r.output
+        assert "Traceback" not in r.output and r.output.count("\n") <= 2, r.output

@@ -90,3 +90,15 @@ def test_advise_api_returns_a_dataframe(runs) -> None:
     df = msprof_py.advise(msprof_py.load(runs["aicpu"]))
     assert isinstance(df, pd.DataFrame) and list(df["rule"]) == ["aicpu"]
     assert df["time_at_stake_us"].iloc[0] > 0
+
+
+def test_small_allreduces_fire_with_their_cost(tmp_path) -> None:
+    fused = msprof_py.load(sc.run_graph(sc.graph_doc_small_grads(False), tmp_path / "a", devices=2, iterations=3))
+    alone = msprof_py.load(sc.run_graph(sc.graph_doc_small_grads(True), tmp_path / "b", devices=2, iterations=3))
+    injected = sc.span_ns(alone) - sc.span_ns(fused)
+    assert findings(fused, ["small_allreduce"]) == []
+    hit = findings(alone, ["small_allreduce"])
+    assert {f.device_id for f in hit} == {0, 1}
+    assert all(f.evidence["sizes_bytes"] == [2048] and set(f.evidence["per_iteration"].values()) == {4} for f in hit)
+    stake = sum(f.time_at_stake_ns for f in hit)
+    assert abs(stake - injected) <= 0.10 * injected, (stake, injected)

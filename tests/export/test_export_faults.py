@@ -116,10 +116,7 @@ def test_next_export_removes_what_a_dead_export_left_and_only_that(tmp_path: Pat
 
 def test_kill_9_mid_export_then_export_again(tmp_path: Path) -> None:
     """A real SIGKILL while the export writes; the next export leaves no temporary file."""
-    from msprof_py.collect import collect
-
-    res = collect("resnet50", output=tmp_path / "c", iterations=2, devices=2, seed=0, fixed_clock=True)
-    prof = Path(res.prof_dir)
+    prof = shutil.copytree(FIXTURE, tmp_path / FIXTURE.name)
     proc = subprocess.Popen([sys.executable, "-c", "from msprof_py.cli import main; main()", "export",
                              "--output", str(prof)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60

@@ -31,14 +31,14 @@ def test_every_real_kind_is_registered() -> None:
 
 def test_unused_and_unknown_kinds_warn_once(small_prof: Path) -> None:
     data = small_prof / "device_0" / "data"
-    (data / "ffts_profile.data.0.slice_0").write_bytes(b"\0" * 128)
-    (data / "lpmInfoConv.data.0.slice_0").write_bytes(b"\0" * 64)
+    (data / "aicore.data.0.slice_0").write_bytes(b"\0" * 128)
+    (data / "aiVectorCore.data.0.slice_0").write_bytes(b"\0" * 64)
     (data / "mystery.data.0.slice_0").write_bytes(b"x")
     (small_prof / "host" / "data" / "unaging.compact.brand_new.slice_0").write_bytes(b"\0" * 64)
     s = load(small_prof, use_cache=False)
     unused = [m for m in s.warnings if "not used by msprof_py" in m]
     unknown = [m for m in s.warnings if "unknown raw file kinds" in m]
-    assert len(unused) == 1 and "ffts_profile.data" in unused[0] and "lpmInfoConv.data" in unused[0]
+    assert len(unused) == 1 and "aicore.data" in unused[0] and "aiVectorCore.data" in unused[0]
     assert len(unknown) == 1 and "mystery.data" in unknown[0] and "compact.brand_new" in unknown[0]
     assert len(s.tasks)  # the known kinds were still parsed
 

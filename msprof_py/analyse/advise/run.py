@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from msprof_py.analyse.advise import findings, pmu, prof_rule, report
-from msprof_py.atomic import atomic_open
+from msprof_py.atomic import write_text
 from msprof_py.errors import InvalidParamError, InvalidPathError, WarningLog
 
 OUTPUT_DIR = "mindstudio_profiler_output"
@@ -31,12 +31,7 @@ class AdviseResult:
 
 
 def _write(path: Path, data: str) -> Path:
-    try:
-        with atomic_open(path) as fp:
-            fp.write(data.encode())
-    except OSError as err:
-        raise InvalidPathError(f'Cannot write "{path}" ({err.strerror or err}).') from None
-    return path
+    return write_text(path, data, error="cannot write")
 
 
 def advise_path(path: str | Path, fmt: str = "text", summary_only: bool = False,

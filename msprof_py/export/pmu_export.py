@@ -1,0 +1,193 @@
+"""Device counters in the exports: op_summary PMU columns, the unified DB's TASK_PMU_INFO and
+AICORE_FREQ tables, and the "AI Core Freq" timeline counter.  Reads the session's ``pmu`` and
+``aicore_freq`` tables (:mod:`msprof_py.parse.pmu`); only formats.
+
+op_summary, as msprof's C++ MetricProcessor / OpSummaryAssembler write it (910B):
+headers renamed by ``ModifySummaryHeaders``, msprof's UNSUPPORTED_HEADER columns dropped, values
+``ROUND(x, 3)`` printed as SQLite prints a REAL (``0.0``, ``0.941``), cycle counts as integers,
+``cube_utilization(%)`` = ``aic_total_cycles / (aic_frequency * ai_core_num) * 100 / duration``
+with 3 fixed decimals (``0`` for a zero duration), and ``N/A`` in every PMU column of a task
+without PMU data (AI CPU tasks, communication rows).  Other chips (msprof's Python path): un-prefixed
+columns and ``memory_bound`` = ``mte2 / max(vec, mac)`` of the rounded ratios.
+"""
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.export.table_writer import Col
+from msprof_py.export.trace_events import Counters, Meta, format_pid
+from msprof_py.parse.pmu import metrics as M
+from msprof_py.parse.pmu.table import CUBE_BASE, KEY_COLS
+
+JOIN = ["stream_id", "task_id", "context_id", "start_ns"]
+SORT_AICORE_FREQ_AFTER_HW = 1  # msprof puts "AI Core Freq" right after "Ascend Hardware"
+
+
+def _pmu(session: Any, device_id: int | None = None) -> pd.DataFrame:
+    p = getattr(session, "pmu", None)
+    if p is None or not len(p) or len(p.columns) <= len(KEY_COLS):
+        return pd.DataFrame(columns=KEY_COLS)
+    if device_id is not None:
+        p = p[p["device_id"].to_numpy(np.int64) == device_id]
+    return p.dropna(axis=1, how="all")
+
+
+def metric_columns(p: pd.DataFrame) -> list[str]:
+    return [c for c in p.columns if c not in KEY_COLS and c != CUBE_BASE]
+
+
+def match_rows(p: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
+    """Index into ``p`` of each of ``rows`` (same stream, task, context, start), else -1."""
+    if not len(p) or not len(rows):
+        return np.full(len(rows), -1, np.int64)
+    left = pd.DataFrame({k: pd.to_numeric(rows[k], errors="coerce").fillna(-2).to_numpy(np.int64) for k in JOIN})
+    right = pd.DataFrame({k: p[k].to_numpy(np.int64) for k in JOIN}).assign(_i=np.arange(len(p)))
+    m = left.merge(right.drop_duplicates(JOIN), on=JOIN, how="left")
+    return m["_i"].fillna(-1).to_numpy(np.int64)
+
+
+def sqlite_real_text(values: np.ndarray) -> np.ndarray:
+    """``ROUND(x, 3)`` as SQLite prints a REAL: shortest digits, at least one decimal."""
+    s = np.char.mod("%.3f", np.round(np.asarray(values, np.float64), 3) + 0.0)
+    s = np.char.rstrip(s, "0")
+    return np.where(np.char.endswith(s, "."), np.char.add(s, "0"), s)
+
+
+def op_summary_columns(session: Any, device_id: int, tasks: pd.DataFrame, n_comm: int, order: np.ndarray,
+                       dur_ns: np.ndarray) -> tuple[list[str], list[Col]]:
+    """PMU headers and columns for op_summary.  ``tasks``: the op rows (before the comm rows);
+    ``order``: the row order of [tasks, comm]; ``dur_ns``: durations in that final order."""
+    p = _pmu(session, device_id)
+    names = metric_columns(p)
+    if not names:
+        return [], []
+    v4 = "aic_total_cycles" in names
+    if v4:
+        names = [n for n in names if n not in M.UNSUPPORTED]
+    idx = match_rows(p, tasks)
+    hit = idx >= 0
+    n_t = len(tasks)
+    total = n_t + n_comm
+    headers, texts = [], []
+    rounded: dict[str, np.ndarray] = {}
+    for name in names:
+        col = np.full(total, "N/A", dtype=object)
+        vals = p[name].to_numpy()[idx[hit]]
+        if "cycle" in name:
+            col[:n_t][hit] = np.char.mod("%d", vals.astype(np.int64))
+        else:
+            col[:n_t][hit] = sqlite_real_text(vals)
+            rounded[name] = np.round(vals.astype(np.float64), 3)
+        headers.append(M.summary_header(name))
+        texts.append(col)
+    extra = _memory_bound(rounded, hit, total) if not v4 else None
+    if extra is not None:
+        headers.append("memory_bound")
+        texts.append(extra)
+    if v4 and "aic_mac_ratio" in headers and CUBE_BASE in p.columns:
+        headers.append("cube_utilization(%)")
+        texts.append(_cube_usage(p[CUBE_BASE].to_numpy(np.float64)[idx[hit]], hit, total, order, dur_ns))
+    cols = [Col.text(pd.Categorical(t[order]) if not isinstance(t, pd.Categorical) else t, number=True)
+            for t in texts]
+    return headers, cols
+
+
+def _memory_bound(rounded: dict[str, np.ndarray], hit: np.ndarray, total: int) -> np.ndarray | None:
+    """msprof's add_mem_bound on the rounded ratios (``0`` when vec and mac are both 0)."""
+    for mac, vec, mte2 in (("mac_ratio", "vec_ratio", "mte2_ratio"),
+                           ("mac_exe_ratio", "vec_exe_ratio", "mte2_exe_ratio")):
+        if all(k in rounded for k in (mac, vec, mte2)):
+            top = np.maximum(rounded[vec], rounded[mac])
+            val = np.where(top != 0, np.round(rounded[mte2] / np.where(top != 0, top, 1.0), 3), 0.0)
+            out = np.full(total, "N/A", dtype=object)
+            txt = np.where(top != 0, np.array([repr(float(x)) for x in val], dtype=object), "0")
+            out[:len(hit)][hit] = txt
+            return out
+    return None
+
+
+def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int,
+                order: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
+    # C++: std::to_string (6 decimals) of cycles / (freq * cores) * 100, divided by the printed duration
+    base = np.asarray(base, np.float64)
+    usage = np.where(np.isnan(base), np.nan, np.char.mod("%.6f", np.nan_to_num(base)).astype(np.float64))
+    val = np.full(total, np.nan)
+    val[:len(hit)][hit] = usage
+    val = val[order]
+    dur_us = np.round(np.asarray(dur_ns, np.float64) / 1000.0, 3)
+    ok = ~np.isnan(val)
+    txt = np.full(total, "N/A", dtype=object)  # no PMU row, or no AI Core frequency / core count
+    nz = ok & (dur_us != 0)
+    txt[nz] = np.char.mod("%.3f", val[nz] / dur_us[nz])
+    txt[ok & (dur_us == 0)] = "0"
+    inv = np.empty_like(order)
+    inv[order] = np.arange(total)
+    return txt[inv]  # back to the unordered layout (the caller applies ``order``)
+
+
+# -- unified DB -------------------------------------------------------------------------------
+DB_TABLES = {
+    "TASK_PMU_INFO": [("globalTaskId", "INTEGER"), ("name", "INTEGER"), ("value", "NUMERIC")],
+    "AICORE_FREQ": [("deviceId", "INTEGER"), ("timestampNs", "NUMERIC"), ("freq", "INTEGER")],
+}
+
+
+def db_tables(con: sqlite3.Connection, session: Any, tasks: pd.DataFrame | None, gid: np.ndarray | None,
+              string_id: Any) -> None:
+    """Create and fill TASK_PMU_INFO (one row per TASK row with PMU data and metric, value as
+    msprof stores it: unrounded, the metric_summary name without ``_extra``) and AICORE_FREQ."""
+    p = _pmu(session)
+    names = metric_columns(p)
+    if names and tasks is not None and len(tasks):
+        rows_idx = np.full(len(tasks), -1, np.int64)
+        for d in np.unique(tasks["device_id"].to_numpy(np.int64)):
+            sel = tasks["device_id"].to_numpy(np.int64) == d
+            pd_ = p[p["device_id"].to_numpy(np.int64) == d]
+            got = match_rows(pd_, tasks[sel])
+            rows_idx[sel] = np.where(got >= 0, pd_.index.to_numpy()[np.maximum(got, 0)], -1)
+        hit = np.flatnonzero(rows_idx >= 0)
+        if len(hit):
+            _create(con, "TASK_PMU_INFO")
+            ids = [string_id(M.db_name(n)) for n in names]
+            vals = p.loc[rows_idx[hit], names]
+            g = np.repeat(np.asarray(gid)[hit], len(names))
+            name_col = np.tile(np.asarray(ids, np.int64), len(hit))
+            flat = vals.to_numpy(dtype=object).reshape(-1)
+            con.executemany("INSERT INTO TASK_PMU_INFO VALUES (?,?,?)",
+                            zip(g.tolist(), name_col.tolist(), [_sql_num(v) for v in flat]))
+    f = getattr(session, "aicore_freq", None)
+    if f is not None and len(f):
+        _create(con, "AICORE_FREQ")
+        con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)",
+                        zip(f["device_id"].to_numpy(np.int64).tolist(), f["timestamp_ns"].to_numpy(np.int64).tolist(),
+                            f["freq_mhz"].to_numpy(np.int64).tolist()))
+
+
+def _sql_num(v: Any) -> Any:
+    if isinstance(v, (np.integer, int)):
+        return int(v)
+    return float(v)
+
+
+def _create(con: sqlite3.Connection, name: str) -> None:
+    con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in DB_TABLES[name]) + ")")
+
+
+# -- timeline ---------------------------------------------------------------------------------
+def freq_counters(session: Any, device_id: int, meta: Meta, host_pid: int, hw_sort: int) -> list[Counters]:
+    """The "AI Core Freq" counter process of one device (msprof: ``{"MHz": f}`` per change)."""
+    f = getattr(session, "aicore_freq", None)
+    if f is None or not len(f):
+        return []
+    f = f[f["device_id"].to_numpy(np.int64) == device_id]
+    if not len(f):
+        return []
+    sort = hw_sort + SORT_AICORE_FREQ_AFTER_HW
+    pid = format_pid(host_pid, sort, device_id)
+    meta.process(pid, "AI Core Freq", f"NPU {device_id}", sort)
+    return [Counters("AI Core Freq", pid, f["timestamp_ns"].to_numpy(np.int64),
+                     {"MHz": f["freq_mhz"].to_numpy(np.float64)})]
