@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
@@ -38,6 +38,7 @@ class Check:
     notes: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     skipped: bool = False
+    deliberate: set[str] = field(default_factory=set)  # allowances (parity.allow) this check relied on
 
     @property
     def ok(self) -> bool:
@@ -52,7 +53,8 @@ class Check:
         if self.skipped:
             return f"{self.name} -"
         if self.ok:
-            return f"{self.name} ok({self.rows_expected})"
+            why = f" deliberate: {','.join(sorted(self.deliberate))}" if self.deliberate else ""
+            return f"{self.name} ok({self.rows_expected}{why})"
         parts = list(self.notes[:max_items])
         if self.missing or self.extra:
             parts.append(f"rows -{self.missing} +{self.extra} of {self.rows_expected}")
@@ -111,9 +113,12 @@ def keyed(rows: Iterable[Sequence[str]], key_idx: Sequence[int], order_idx: int 
 
 def compare_keyed(check: Check, header_e: Sequence[str], rows_e: list[Sequence[str]],
                   header_o: Sequence[str], rows_o: list[Sequence[str]], key: Sequence[str],
-                  order: str | None = None, columns: Sequence[str] | None = None) -> None:
+                  order: str | None = None, columns: Sequence[str] | None = None,
+                  loose: dict[str, tuple[Callable[[str, str], bool], str]] | None = None) -> None:
     """Match rows on ``key`` (+ occurrence) and compare ``columns`` (default: every column msprof
-    wrote that is not a key).  Columns msprof wrote and we did not are one note each."""
+    wrote that is not a key).  Columns msprof wrote and we did not are one note each.  ``loose``:
+    column -> (comparison, allowance name) tried when a cell differs (see parity.allow)."""
+    loose = loose or {}
     check.rows_expected, check.rows_ours = len(rows_e), len(rows_o)
     missing_key = [k for k in key if k not in header_e or k not in header_o]
     if missing_key:
@@ -144,6 +149,9 @@ def compare_keyed(check: Check, header_e: Sequence[str], rows_e: list[Sequence[s
             ve = re_[ie[c]] if ie[c] < len(re_) else ""
             vo = ro[io[c]] if io[c] < len(ro) else ""
             if not same_value(ve, vo):
+                if c in loose and loose[c][0](ve, vo):
+                    check.deliberate.add(loose[c][1])
+                    continue
                 check.cells[c] += 1
                 if check.cells[c] == 1:
                     check.example(f"{c} at {_fmt_key(key, k)}: msprof {ve.strip()!r}, msprof_py {vo.strip()!r}")

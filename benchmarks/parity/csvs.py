@@ -10,6 +10,7 @@ import csv
 import re
 from pathlib import Path
 
+from benchmarks.parity.allow import alias_header, comparators
 from benchmarks.parity.cells import Check, compare_keyed
 
 KIND_RE = re.compile(r"^(?P<kind>[A-Za-z_]+?)(?:_\d+)*(?:_slice_\d+)?\.(?P<ext>csv|json)$")
@@ -54,6 +55,7 @@ def compare_csvs(exp_dir: Path, our_dir: Path) -> list[Check]:
     checks: list[Check] = []
     for kind in sorted(exp):
         he, re_ = read_csvs(exp[kind])
+        he, aliased = alias_header(he)
         if kind not in ours:
             c = Check(kind, rows_expected=len(re_), missing=len(re_))
             c.notes.append("no file")
@@ -79,8 +81,8 @@ def compare_csvs(exp_dir: Path, our_dir: Path) -> list[Check]:
             base, pmu = he[:cut], he[cut:]
         else:
             base, pmu = he, []
-        c = Check(kind)
-        compare_keyed(c, he, re_, ho, ro, key, order, base)
+        c = Check(kind, deliberate=set(aliased))
+        compare_keyed(c, he, re_, ho, ro, key, order, base, comparators(kind))
         checks.append(c)
         if pmu:
             p = Check(f"{kind}.pmu")

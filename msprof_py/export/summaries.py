@@ -25,7 +25,8 @@ from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, api_of_device, of_device, table
 from msprof_py.export.table_writer import Col, write_table
-from msprof_py.export.views import as_cat, cat_isin, cat_where, shown_tasks, summary_tasks, task_types
+from msprof_py.export.views import (as_cat, cat_isin, cat_where, info_names, info_types, is_level0, shown_task_types,
+                                    shown_tasks, summary_tasks, task_time_tasks, task_types)
 
 OP_SUMMARY_HEADER = [
     "Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
@@ -82,6 +83,14 @@ def dbl(values: Any) -> list[str]:
     return out
 
 
+def quoted(col: Any) -> pd.Categorical:
+    """Shape cells as msprof writes them: the value inside literal double quotes (its
+    ``AddQuotation``; the CSV then shows ``\"\"\"1024\"\"\"``), ``N/A`` as is."""
+    c = as_cat(col)
+    cats = [x if x == "N/A" or (len(x) >= 2 and x[0] == x[-1] == '"') else f'"{x}"' for x in map(str, c.categories)]
+    return as_cat(np.asarray(cats, dtype=object)[np.asarray(c.codes)])
+
+
 def stem(out_dir: Path, naming: Naming, name: str, device: bool = True) -> Path:
     return out_dir / naming.file(name, "x", device=device)[:-2]
 
@@ -121,25 +130,26 @@ class OpSummary:
 
         na_c = np.full(n_c, "N/A", dtype=object)
         ctx_id = i64(t["context_id"])
+        op_type, task_type = info_types(t, is_level0(session))
         cols = [
             Col.ints(np.full(len(start), dev)),
             Col.ints(np.concatenate([i64(t["model_id"]), i64(comm["model_id"])])[order]),
             Col.ints(np.concatenate([i64(t["task_id"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
             Col.ints(np.concatenate([i64(t["stream_id"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
-            Col.text(col(text(t["op_name"]), text(comm["op_name"]))),
-            Col.text(col(text(t["op_type"]), text(comm["op_type"]))),
+            Col.text(col(info_names(t), text(comm["op_name"]))),
+            Col.text(col(op_type, text(comm["op_type"]))),
             Col.text(col(text(t["op_state"]), na_c)),
-            Col.text(col(task_types(t), np.full(n_c, "COMMUNICATION", dtype=object))),
+            Col.text(col(task_type, np.full(n_c, "COMMUNICATION", dtype=object))),
             Col.us(start, stamp=True),
             Col.us(dur),
             Col.us(wait),
             Col.ints(np.concatenate([i64(t["block_num"]), np.zeros(n_c, np.int64)])[order]),
             Col.ints(np.concatenate([i64(t["mix_block_num"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
             Col.text(col(text(t["hf32_eligible"]), na_c)),
-            Col.text(col(text(t["input_shapes"]), na_c), quote=True),  # N/A stays unquoted
+            Col.text(col(quoted(t["input_shapes"]), na_c)),
             Col.text(col(text(t["input_data_types"]), na_c)),
             Col.text(col(text(t["input_formats"]), na_c)),
-            Col.text(col(text(t["output_shapes"]), na_c), quote=True),
+            Col.text(col(quoted(t["output_shapes"]), na_c)),
             Col.text(col(text(t["output_data_types"]), na_c)),
             Col.text(col(text(t["output_formats"]), na_c)),
             Col.ints(np.concatenate([ctx_id, np.zeros(n_c, np.int64)])[order],
@@ -271,13 +281,18 @@ class TaskTime:
 
     def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        t = shown_tasks(session, dev)
+        t = task_time_tasks(session, dev)
         if len(t) == 0:
             return []
-        kern, op = as_cat(t["kernel_name"]), as_cat(t["op_name"])
+        # kernel_name: the host task's kernel name ("N/A" for non-kernel tasks); a device-only task:
+        # its TaskInfo op name, else N/A (msprof's TaskTimeAssembler)
+        no_host = (t["match"].astype(str) == "device_only").to_numpy()
+        kern = cat_where(no_host, cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]), as_cat(np.full(len(t), "N/A",
+                                                                                                    dtype=object)),
+                                            info_names(t)), as_cat(t["kernel_name"]))
         start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
-        cols = [Col.ints(np.full(len(t), dev)), Col.text(cat_where(cat_isin(kern, ["N/A"]), op, kern)),
-                Col.text(task_types(t)), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
+        cols = [Col.ints(np.full(len(t), dev)), Col.text(kern),
+                Col.text(shown_task_types(t, is_level0(session))), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
                 Col.us(dur), Col.us(start, stamp=True), Col.us(start + dur, stamp=True)]
         return [write_table(stem(out_dir, naming, self.name), TASK_TIME_HEADER, cols, naming.summary_format)]
 

@@ -41,7 +41,7 @@ from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CAN
                                            STEP_TRACE_TID_OFFSET, Arg, Counters, Flows, Meta, Slices,
                                            format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
-from msprof_py.export.views import as_cat, cat_isin, display_names, shown_tasks, task_types
+from msprof_py.export.views import as_cat, cat_isin, display_names, is_level0, shown_task_types, shown_tasks, task_types
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
                "hccl": "Communication", "runtime": "Runtime"}
@@ -199,7 +199,8 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
     tl.slices.append(Slices(
         name=display_names(t), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
         start_ns=_i64(t["start_ns"]), dur_ns=_i64(t["dur_ns"]), label="device task", cache_key=("hw", device_id),
-        args=[Arg("Model Id", "int", _i64(t["model_id"])), Arg("Task Type", "str", task_types(t)),
+        args=[Arg("Model Id", "int", _i64(t["model_id"])),
+              Arg("Task Type", "str", shown_task_types(t, is_level0(session))),
               Arg("Physic Stream Id", "int", stream), Arg("Task Id", "int", _i64(t["task_id"])),
               Arg("Batch Id", "int", _i64(t["batch_id"])), Arg("Subtask Id", "int", _i64(t["context_id"])),
               Arg("connection_id", "int", _i64(t["connection_id"]))]))

@@ -68,21 +68,119 @@ def shown_tasks(session: Any, device_id: int) -> pd.DataFrame:
     return t.iloc[order]
 
 
+LEVEL0 = frozenset({"l0", "level0"})  # msprof Context::IsLevel0
+# msprof's TransTaskTypeFromRtsToGe: runtime kernel task type -> GE task type (SIMT kernels are AIV)
+RTS_TO_GE = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AICPU": "AI_CPU", "KERNEL_AIVEC": "AI_VECTOR_CORE",
+             "KERNEL_MIX_AIC": "MIX_AIC", "KERNEL_MIX_AIV": "MIX_AIV", "KERNEL_SIMT": "AI_VECTOR_CORE"}
+NO_HOST_TYPE = ["FFTS_PLUS", "UNKNOWN"]
+KERNEL_COMPUTE_WHITE_LIST = frozenset(RTS_TO_GE)
+
+
+def is_level0(session: Any) -> bool:
+    """msprof's level0 (sample.json profLevel l0 / prof_level level0): op and task types are N/A."""
+    dv = table(session, "devices")
+    if len(dv) == 0:
+        return False
+    levels = {str(v) for v in dv["prof_level"].tolist() if isinstance(v, str)}
+    return bool(levels & LEVEL0)
+
+
+def op_info(t: pd.DataFrame) -> np.ndarray:
+    """Rows msprof has a TaskInfo (compute task) for, per row (bool): a GE op (an op type), or a
+    kernel launch (runtime task type KERNEL_* / STARS_COMMON / FFTS_PLUS) of a named op (level0
+    launches name their op without a type), or, without an op, a white-listed kernel launch with a
+    kernel name from the hash dictionary (TreeAnalyzer::IsComputeTask, KERNEL_COMPUTE_WHITE_LIST,
+    CANNTraceDBDumper::AddTaskInfoForOnlyTaskTrack)."""
+    name = np.asarray(as_cat(t["op_name"]), dtype=object)
+    host_c = as_cat(t["host_task_type"])
+    host = np.asarray(host_c, dtype=object)
+    named_op = (name != host) & (name != np.asarray(as_cat(t["device_task_type"]), dtype=object)) & (name != "N/A")
+    kernel = np.asarray([str(c).startswith("KERNEL") or str(c) in ("STARS_COMMON", "FFTS_PLUS")
+                         for c in host_c.categories], dtype=bool)[host_c.codes] if len(t) else np.zeros(0, bool)
+    white = cat_isin(host_c, KERNEL_COMPUTE_WHITE_LIST)
+    has_kernel_name = ~cat_isin(as_cat(t["kernel_name"]), ["N/A"])
+    return ~cat_isin(as_cat(t["op_type"]), ["N/A"]) | (named_op & kernel) | (has_kernel_name & white)
+
+
+def info_names(t: pd.DataFrame) -> pd.Categorical:
+    """TaskInfo op name: the op's name, else (kernel-only launch) the kernel name."""
+    name, host, dev = as_cat(t["op_name"]), as_cat(t["host_task_type"]), as_cat(t["device_task_type"])
+    n = np.asarray(name, dtype=object)
+    kernel_only = (n == np.asarray(host, dtype=object)) | (n == np.asarray(dev, dtype=object)) | (n == "N/A")
+    kernel_only &= cat_isin(as_cat(t["op_type"]), ["N/A"])
+    return cat_where(kernel_only, as_cat(t["kernel_name"]), name)
+
+
+def info_types(t: pd.DataFrame, level0: bool) -> tuple[pd.Categorical, pd.Categorical]:
+    """TaskInfo (OP Type, Task Type): N/A both at level0; a GE op's own; a kernel-only launch:
+    the kernel name and the runtime task type translated to GE's."""
+    n = len(t)
+    if level0:
+        na = pd.Categorical.from_codes(np.zeros(n, np.int64), categories=pd.Index(["N/A"], dtype=object))
+        return na, na
+    op_type = as_cat(t["op_type"])
+    no_op = cat_isin(op_type, ["N/A"])
+    host = as_cat(t["host_task_type"])
+    ge = pd.Categorical(np.asarray([RTS_TO_GE.get(str(c), str(c)) for c in host.categories],
+                                   dtype=object)[host.codes])
+    return (cat_where(no_op, as_cat(t["kernel_name"]), op_type),
+            cat_where(no_op, as_cat(ge), as_cat(t["task_type"])))
+
+
+def ascend_task_types(t: pd.DataFrame) -> pd.Categorical:
+    """msprof's AscendTask type (TaskProcessor::GetTaskType): the host (runtime) task type, else
+    (FFTS_PLUS / no host task) the device task type."""
+    host = as_cat(t["host_task_type"])
+    return cat_where(cat_isin(host, NO_HOST_TYPE), as_cat(t["device_task_type"]), host)
+
+
+def shown_task_types(t: pd.DataFrame, level0: bool) -> pd.Categorical:
+    """Timeline ``Task Type`` and task_time ``kernel_type``: the TaskInfo task type unless absent
+    or N/A, else the AscendTask type (AscendHardwareAssembler::GetTaskType)."""
+    _, info_tt = info_types(t, level0)
+    use_info = op_info(t) & ~cat_isin(info_tt, ["N/A"])
+    return cat_where(use_info, info_tt, ascend_task_types(t))
+
+
+def task_time_tasks(session: Any, device_id: int) -> pd.DataFrame:
+    """task_time's rows (msprof's FilterAscendTaskData): every executed task; where several rows
+    share (stream, task, batch) and a context 0 row comes before any other sub-task (a MIX
+    kernel), only the context 0 rows.  Ordered by start time."""
+    t = of_device(table(session, "tasks"), device_id)
+    if len(t) == 0:
+        return t
+    t = t[t["start_ns"].to_numpy(dtype=np.int64) >= 0]
+    t = t.iloc[np.lexsort((t["stream_id"].to_numpy(np.int64), t["start_ns"].to_numpy(np.int64)))]
+    ctx = t["context_id"].to_numpy(dtype=np.int64)
+    if not (ctx == 0).any():
+        return t
+    key = ["stream_id", "task_id", "batch_id"]
+    sub = pd.DataFrame({k: t[k].to_numpy(np.int64) for k in key})
+    sub["pos"] = np.arange(len(t))
+    first0 = sub[ctx == 0].groupby(key)["pos"].min().rename("f0")
+    first_other = sub[(ctx > 0) & (ctx != NA_ID)].groupby(key)["pos"].min().rename("f1")
+    g = pd.concat([first0, first_other], axis=1).reset_index()
+    mix = g[g["f1"].isna() | (g["f0"] < g["f1"])][key]
+    in_mix = sub.merge(mix.assign(m=True), on=key, how="left")["m"].fillna(False).to_numpy(dtype=bool)
+    return t[~in_mix | (ctx == 0)]
+
+
 def summary_tasks(session: Any, device_id: int) -> pd.DataFrame:
-    """The task rows of op_summary: :func:`shown_tasks` that have op info (msprof's TaskInfo:
-    an op type; the parser names info-less tasks by their task type), minus WRITE_BACK/INVALID/HCCL task types.  Tasks without op info (memcpy,
-    HCCL sub-tasks) are in task_time and the timeline, not here, as in msprof."""
+    """The task rows of op_summary: :func:`shown_tasks` that have a TaskInfo (:func:`op_info`),
+    minus WRITE_BACK/INVALID/HCCL task types (msprof's OpSummaryAssembler).  Tasks without one
+    (memcpy, events, PROFILING_ENABLE...) are in task_time and the timeline only."""
     t = shown_tasks(session, device_id)
     if len(t) == 0:
         return t
-    return t[~cat_isin(task_types(t), SUMMARY_DROPPED_TYPES) & ~cat_isin(as_cat(t["op_type"]), ["N/A"])]
+    return t[~cat_isin(task_types(t), SUMMARY_DROPPED_TYPES) & op_info(t)]
 
 
 def display_names(t: pd.DataFrame) -> pd.Categorical:
-    """Op name; else the host task type; else (FFTS_PLUS/UNKNOWN host type) the device type."""
-    name, host, dev = as_cat(t["op_name"]), as_cat(t["host_task_type"]), as_cat(t["device_task_type"])
-    fallback = cat_where(cat_isin(host, ["N/A", "UNKNOWN", "FFTS_PLUS"]), dev, host)
-    return cat_where(cat_isin(name, ["N/A"]), fallback, name)
+    """Timeline name (AscendHardwareAssembler::GetOpName): the TaskInfo op name; else the host
+    task type; else (FFTS_PLUS / no host task) the device task type."""
+    host, dev = as_cat(t["host_task_type"]), as_cat(t["device_task_type"])
+    fallback = cat_where(cat_isin(host, NO_HOST_TYPE), dev, host)
+    return cat_where(op_info(t), info_names(t), fallback)
 
 
 def task_types(t: pd.DataFrame) -> pd.Categorical:

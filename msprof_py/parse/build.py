@@ -233,9 +233,17 @@ def _devices(host_rd, dev_rds) -> pd.DataFrame:
             "collection_date_begin": str(rd.start_info.get("collectionDateBegin", "")),
             "collection_start_ns": rd.collection_start_ns, "collection_end_ns": rd.collection_end_ns,
             "job_info": str(rd.info.get("jobInfo", "N/A")) if rd.info.get("jobInfo") not in (None, "") else "N/A",
+            "prof_level": _prof_level(rd.sample),
             "dir_name": rd.name,
         })
     return pd.DataFrame(rows, columns=schema.DEVICE_INFO_FIELDS)
+
+
+def _prof_level(sample: dict | None) -> str:
+    """sample.json's profiling level (msprof's Context::IsLevel0 reads profLevel, else prof_level)."""
+    sample = sample if isinstance(sample, dict) else {}
+    v = sample.get("profLevel", sample.get("prof_level", ""))
+    return str(v) if v is not None else ""
 
 
 def _concat_any(parts: list, cols: list[str]) -> pd.DataFrame:

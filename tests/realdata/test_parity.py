@@ -29,16 +29,13 @@ def _known() -> dict[tuple[str, str], str]:
         for n in names:
             k[(n, check)] = reason
 
-    add(ALL_910B, "op_summary", "tasks with an unknown op type are dropped (issue 10.1)")
-    add(("310b_fastgelu",), "op_summary", "310B clock offset (10.2, parse); older header Block Dim / FORMAT_ND / "
-        "quoted shapes (10.7)")
-    add(ALL_910B, "op_summary.pmu", "no op_summary rows while tasks with an unknown op type are dropped (10.1); "
-        "the PMU values themselves are checked in tests/parse/test_pmu.py")
+    add(("910b_pypto_mul_b1",), "op_summary.pmu", "MIX PMU columns differ (pmu issue; the PMU values themselves are checked in "
+        "tests/parse/test_pmu.py)")
     add(("310b_fastgelu",), "api_statistic", "Device_id host vs 0, Variance formula, aclrtSetDevice with "
         "begin 0 dropped (10.6)")
-    add(ALL, "task_time", "kernel_name / kernel_type convention (10.4); 310B clock (10.2); MIX sub-tasks (10.3)")
-    add(ALL, "timeline", "no Overlap Analysis process, no AI Core Freq counter (10.5); MIX phantom streams (10.3)")
-    add(ALL, "timeline.hw", "Task Type arg and kernel names (10.4); 310B clock (10.2); MIX sub-tasks (10.3)")
+    add(("310b_fastgelu",), "task_time", "kernel_name / kernel_type of msprof's Python path")
+    add(ALL, "timeline", "no Overlap Analysis process, no AI Core Freq counter (10.5)")
+    add(("310b_fastgelu",), "timeline.hw", "Task Type of msprof's Python path")
     add(ALL_910B, "timeline.flows", "no HostToDevice flows on CANN 9.0 (10.5)")
     add(ALL_910B, "db", "unified DB row counts differ (AICORE_FREQ, ENUM_*, STRING_IDS, COMPUTE_TASK_INFO)")
     add(ALL_910B, "db.task", "task types / kernel names in TASK and COMPUTE_TASK_INFO (10.1, 10.4)")
