@@ -197,6 +197,8 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
     if options.clear:
         _clear_cache(prof, ctx.warnings)
     log_lines += [f"[INFO] {m}" for m in ctx.notes]
+    # the parser's warnings first (the session's WarningLog), then the exporters'
+    log_lines += [f"[WARNING] {m}" for m in getattr(session, "warnings", WarningLog())]
     log_lines += [f"[WARNING] {m}" for m in ctx.warnings]
     _write_log(prof / LOG_DIR, log_lines)
     result.warnings.extend(ctx.warnings)
