@@ -11,6 +11,10 @@ agreeing dir says which ones it relied on.
 - ``format-prefix``: the msprof of 2024 printed GE formats as ``FORMAT_ND``; today's msprof
   (Python and C++ analysis) prints ``ND`` for the same raw data, as we do.  Allowed: the
   ``FORMAT_`` prefix in the format columns.
+- ``flow-halves``: msprof's C++ timeline writes a flow start for every event call / Node launch
+  and a flow end for every device task with a TaskInfo, also when the other half does not exist
+  (a kernel whose launch API is not in the timeline); a viewer draws nothing for a half.  We write
+  complete flows only; the check compares complete flows (parity.timeline).
 """
 from __future__ import annotations
 
