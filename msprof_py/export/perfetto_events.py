@@ -159,6 +159,8 @@ class BlockEncoder:
             "block": np.concatenate([np.full(len(encoders[k].s), k, np.int64) for k in cand]),
             "row": np.concatenate([np.arange(len(encoders[k].s), dtype=np.int64) for k in cand])}) \
             if cand else pd.DataFrame({c: np.array([], np.int64) for c in ("pid", "tid", "ns", "dur", "block", "row")})
+        end_ns = np.concatenate([np.concatenate([f.s_ns, f.f_ns]) for f in flows]).astype(np.int64)
+        keys = keys[np.isin(keys["ns"].to_numpy(), end_ns)]  # a small table for the joins below
         ids = np.concatenate([np.asarray(f.ids, np.int64) for f in flows])
         if len(np.unique(ids)) != len(ids):  # two devices' files may reuse an id: renumber
             ids = np.arange(1, len(ids) + 1, dtype=np.int64)

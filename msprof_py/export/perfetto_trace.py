@@ -259,15 +259,18 @@ def trace_chunks(tl: Timeline, ctx: ExportContext | None = None) -> Iterator[byt
 
     tl = _without_negative_times(tl, ctx)
     tracks = Tracks(tl)
-    interner = Interner()
-    encoders = [BlockEncoder(s, tracks.thread_uuids(s.pid, s.tid), interner) for s in tl.slices]
-    dropped = BlockEncoder.attach_flows(encoders, tl.flows)
+    uuids = [tracks.thread_uuids(s.pid, s.tid) for s in tl.slices]
+    counter_tracks = [[tracks.counter_uuid[(int(c.pid), f"{c.name} {key}")] for key in c.series]
+                      for c in tl.counters]
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the event order is sorted meanwhile
+        table = pool.submit(_event_table, tl, uuids, counter_tracks)
+        interner = Interner()
+        encoders = [BlockEncoder(s, u, interner) for s, u in zip(tl.slices, uuids)]
+        dropped = BlockEncoder.attach_flows(encoders, tl.flows)
+        grp, row, ts = table.result()
     if dropped and ctx is not None:
         ctx.warnings.warn(f"native trace: {dropped} flows have no slice starting at one of their ends "
                           "on its thread and were left out")
-    counter_tracks = [[tracks.counter_uuid[(int(c.pid), f"{c.name} {key}")] for key in c.series]
-                      for c in tl.counters]
-    grp, row, ts = _event_table(tl, [e.uuids for e in encoders], counter_tracks)
     t0 = int(ts[0]) if len(ts) else 0
     head = TraceProtoBuilder()
     p = head.add_packet()

@@ -144,8 +144,11 @@ class Messages:
 
     def message(self, field: int, sub: "Messages", present: np.ndarray | None = None) -> "Messages":
         """A nested message field (length-delimited)."""
-        mat, lens = varint_block(sub.lengths(), tag(field, LEN))
-        self._add(mat, lens, present)
+        if all(ln is None for _, ln in sub.blocks):  # every message the same length: a constant head
+            self.const(tag(field, LEN) + varint_bytes(sum(m.shape[1] for m, _ in sub.blocks)), present)
+        else:
+            mat, lens = varint_block(sub.lengths(), tag(field, LEN))
+            self._add(mat, lens, present)
         for m, ln in sub.blocks:
             self._add(m, ln, present)
         return self

@@ -148,8 +148,7 @@ def _jobs(session: Any, options: ExportOptions) -> list[tuple[base.Exporter, int
 def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], Any],
                  layers: frozenset[str] | None, result: ExportResult) -> None:
     session = loader(prof)
-    parse_warnings = getattr(session, "warnings", WarningLog())
-    result.warnings.extend(parse_warnings)
+    result.warnings.extend(getattr(session, "warnings", WarningLog()))
     selected = options.model_id is not None and options.type != "db"
     view = session.select(options.model_id, options.iteration_id) if selected else session
     stamp = collection_stamp(session)
@@ -198,8 +197,8 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
     if options.clear:
         _clear_cache(prof, ctx.warnings)
     log_lines += [f"[INFO] {m}" for m in ctx.notes]
-    # the parser's warnings too (README: every warning is printed once and written to the export log)
-    log_lines += [f"[WARNING] {m}" for m in parse_warnings]
+    # the parser's warnings first (the session's WarningLog), then the exporters'
+    log_lines += [f"[WARNING] {m}" for m in getattr(session, "warnings", WarningLog())]
     log_lines += [f"[WARNING] {m}" for m in ctx.warnings]
     _write_log(prof / LOG_DIR, log_lines)
     result.warnings.extend(ctx.warnings)

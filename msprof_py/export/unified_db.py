@@ -69,12 +69,47 @@ class StringIds:
         return self.ids.setdefault(s, len(self.ids))
 
     def column(self, values: Any) -> np.ndarray:
-        cat = pd.Categorical(pd.Series(values).astype(object).where(pd.Series(values).notna(), "N/A")
-                             .astype(str).to_numpy()) if not isinstance(
-            getattr(values, "dtype", None), pd.CategoricalDtype) else pd.Categorical(values)
-        codes = np.asarray(cat.codes, dtype=np.int64)
-        table_ids = np.array([self.one(str(c)) for c in cat.categories.tolist()] + [self.one("N/A")], dtype=np.int64)
-        return table_ids[np.where(codes < 0, len(cat.categories), codes)]
+        """int64 ids of ``values`` (missing -> "N/A").  New strings are interned in the order the
+        first version of this method used (a categorical's categories in their order, else the
+        sorted distinct strings; then "N/A"), so the STRING_IDS table keeps its bytes."""
+        if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+            cat = pd.Categorical(values)
+            codes = np.asarray(cat.codes, dtype=np.int64)
+            cats = [str(c) for c in cat.categories.tolist()]
+        else:
+            factored = _factor_str(values)
+            if factored is None:  # values that are not all strings: the general (slow) path
+                return self.column(pd.Categorical(pd.Series(values).astype(object)
+                                                  .where(pd.Series(values).notna(), "N/A").astype(str).to_numpy()))
+            codes, cats = _sorted_codes(*factored)
+        table_ids = np.array([self.one(c) for c in cats] + [self.one("N/A")], dtype=np.int64)
+        return table_ids[np.where(codes < 0, len(cats), codes)]
+
+
+def _factor_str(values: Any) -> tuple[np.ndarray, list[str]] | None:
+    """(codes, distinct values) (missing -> code -1; a categorical's unused categories included),
+    or None unless every value is a str."""
+    if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        cat = pd.Categorical(values)
+        codes, uniq = cat.codes, cat.categories.tolist()
+    else:
+        codes, uniq = pd.factorize(pd.Series(values, dtype=object) if not isinstance(values, pd.Series) else values)
+        uniq = uniq.tolist()
+    if not all(type(u) is str for u in uniq):
+        return None
+    return np.asarray(codes, dtype=np.int64), uniq
+
+
+def _sorted_codes(codes: np.ndarray, strs: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Re-code ``strs[codes]`` (code -1 = missing = "N/A") onto the sorted distinct strings, as
+    ``pd.Categorical`` of the string column would (the sort touches the distinct values only)."""
+    present = np.zeros(len(strs) + 1, dtype=bool)
+    present[np.where(codes < 0, len(strs), codes)] = True
+    used = {s for s, p in zip(strs, present[:-1].tolist()) if p} | ({"N/A"} if present[-1] else set())
+    cats = sorted(used)
+    index = {c: i for i, c in enumerate(cats)}
+    lut = np.array([index.get(s, -1) for s in strs] + [index.get("N/A", -1)], dtype=np.int64)
+    return lut[np.where(codes < 0, len(strs), codes)], cats
 
 
 def _i64(col: Any) -> np.ndarray:
@@ -98,8 +133,16 @@ def _rows(*cols: Any) -> Any:
 
 
 def _strip_quotes(values: Any) -> Any:
-    s = pd.Series(values).astype(object).where(pd.Series(values).notna(), "N/A").astype(str)
-    return s.str.replace('"', "", regex=False).to_numpy()
+    """``values`` as strings without '"' (missing -> "N/A").  Categorical in the fast case: the
+    replace runs on the distinct values only, and the categories are what the string column
+    would give (sorted, only those used), so StringIds interns them in the same order."""
+    factored = _factor_str(values)
+    if factored is None:
+        s = pd.Series(values).astype(object).where(pd.Series(values).notna(), "N/A").astype(str)
+        return s.str.replace('"', "", regex=False).to_numpy()
+    codes, uniq = factored
+    codes, cats = _sorted_codes(codes, [u.replace('"', "") for u in uniq])
+    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
 
 
 def write_db(session: Any, path: Path) -> Path:
@@ -127,6 +170,16 @@ def _insert(con: sqlite3.Connection, name: str, rows: Any) -> None:
     con.executemany(f"INSERT INTO {name} VALUES ({','.join('?' * n)})", rows)
 
 
+INSERT_CHUNK = 65_536  # rows converted to Python ints at a time: bounds the memory of a big table
+
+
+def _insert_cols(con: sqlite3.Connection, name: str, *cols: np.ndarray) -> None:
+    """Insert int64 columns in chunks of rows (same rows, same order as one executemany)."""
+    n = len(cols[0]) if cols else 0
+    for lo in range(0, n, INSERT_CHUNK):
+        _insert(con, name, zip(*[c[lo:lo + INSERT_CHUNK].tolist() for c in cols]))
+
+
 def _fill(con: sqlite3.Connection, session: Any) -> None:
     sid = StringIds()
     devs = device_ids(session)
@@ -141,20 +194,20 @@ def _fill(con: sqlite3.Connection, session: Any) -> None:
         pid_of = {d: int(device_info(session, d).get("pid") or 0) for d in devs}
         gpid = pd.Series(dev).map(pid_of).fillna(0).to_numpy(np.int64)
         ttype = sid.column(pd.Categorical(task_types(t)))
-        _insert(con, "TASK", _rows(start, start + dur, dev, _i64(t["connection_id"]), gid, gpid, ttype,
-                                   _i64(t["context_id"]), _i64(t["stream_id"]), _i64(t["task_id"]),
-                                   _i64(t["model_id"])))
+        _insert_cols(con, "TASK", start, start + dur, dev, _i64(t["connection_id"]), gid, gpid, ttype,
+                     _i64(t["context_id"]), _i64(t["stream_id"]), _i64(t["task_id"]), _i64(t["model_id"]))
         has_op = t["op_name"].astype(object).fillna("N/A").astype(str).to_numpy() != "N/A"
         c = t[has_op]
         g = gid[has_op]
         m = len(c)
         na = np.full(m, sid.one("N/A"), np.int64)
-        _insert(con, "COMPUTE_TASK_INFO", _rows(
+        _insert_cols(
+            con, "COMPUTE_TASK_INFO",
             sid.column(c["op_name"]), g, _i64(c["block_num"]), _i64(c["mix_block_num"]), ttype[has_op],
             sid.column(c["op_type"]), sid.column(c["input_formats"]), sid.column(c["input_data_types"]),
             sid.column(_strip_quotes(c["input_shapes"])), sid.column(c["output_formats"]),
             sid.column(c["output_data_types"]), sid.column(_strip_quotes(c["output_shapes"])), na,
-            sid.column(c["op_state"]), sid.column(c["hf32_eligible"]), na, na))
+            sid.column(c["op_state"]), sid.column(c["hf32_eligible"]), na, na)
     # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
     pmu_export.db_tables(con, session, t, gid if t is not None else None, sid.one)
     # CANN_API
@@ -163,17 +216,18 @@ def _fill(con: sqlite3.Connection, session: Any) -> None:
         lvl = api["level"].astype(object).astype(str)
         typ = lvl.map(API_TYPES).fillna(0).to_numpy(np.int64)
         gtid = (_i64(api["pid"]) << 32) | _i64(api["thread_id"])
-        _insert(con, "CANN_API", _rows(_i64(api["start_ns"]), _i64(api["end_ns"]), typ, gtid,
-                                       _i64(api["connection_id"]), sid.column(api["name"])))
+        _insert_cols(con, "CANN_API", _i64(api["start_ns"]), _i64(api["end_ns"]), typ, gtid,
+                     _i64(api["connection_id"]), sid.column(api["name"]))
     comm = table(session, "communication")
     if len(comm):
         s = _i64(comm["start_ns"])
         n = len(comm)
-        _insert(con, "COMMUNICATION_OP", _rows(
+        _insert_cols(
+            con, "COMMUNICATION_OP",
             sid.column(comm["op_name"]), s, s + _i64(comm["dur_ns"]), _i64(comm["connection_id"]),
             sid.column(comm["group_name"]), np.arange(n, dtype=np.int64), np.zeros(n, np.int64),
             np.zeros(n, np.int64), sid.column(comm["data_type"]), sid.column(comm["alg_type"]),
-            _i64(comm["count"]), sid.column(comm["op_type"]), _i64(comm["device_id"]), _i64(comm["rank_size"])))
+            _i64(comm["count"]), sid.column(comm["op_type"]), _i64(comm["device_id"]), _i64(comm["rank_size"]))
     _insert(con, "ENUM_API_TYPE", ENUM_API_TYPE)
     dv = table(session, "devices")
     if len(dv):

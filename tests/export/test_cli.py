@@ -153,3 +153,13 @@ def test_installed_command_subprocess(small_prof: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert (small_prof / OUT / "msprof_0.json").exists()
     assert "Traceback" not in p.stderr
+
+
+def test_parse_warnings_reach_the_export_log(small_prof: Path) -> None:
+    """README: parse warnings are printed once and written to the export log."""
+    (small_prof / "device_0" / "data" / "mystery.data.0.slice_0").write_bytes(b"x")  # an unknown kind
+    result = run("--output", str(small_prof))
+    assert result.exit_code == 0
+    log = (small_prof / "mindstudio_profiler_log" / "msprof_py_export.log").read_text()
+    lines = [line for line in log.splitlines() if "unknown raw file kinds" in line]
+    assert len(lines) == 1 and lines[0].startswith("[WARNING]") and "mystery.data" in lines[0]

@@ -184,3 +184,20 @@ def test_subprocess_text_export_with_trace_and_slices(small_prof: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "msprof.pftrace" in p.stdout and "Traceback" not in p.stderr
     compare(small_prof, [0])
+
+
+@pytest.mark.parametrize("name", ["310b_fastgelu", "910b_ascendc_add_b1", "910b_torch_mul_b1"])
+def test_real_prof_trace_equals_json(tmp_path: Path, name: str) -> None:
+    """Real PROF dirs (fixtures/real, trimmed msprof collections): the same equality."""
+    import shutil
+
+    from msprof_py.export.session_access import device_ids
+    from msprof_py.parse.session import load
+
+    src = Path(__file__).resolve().parents[2] / "fixtures" / "real" / name
+    shutil.copytree(src, tmp_path / name)
+    prof = next((tmp_path / name).glob("PROF_*"))
+    export(prof, ExportOptions(perfetto=True))
+    devices = [d for d in device_ids(load(prof)) if (prof / OUT / f"msprof_{d}.json").exists()]
+    assert devices
+    compare(prof, devices)

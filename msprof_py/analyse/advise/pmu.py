@@ -1,8 +1,10 @@
-"""PMU rules: low cube/vector utilisation, memory-bound ops.  They read msprof's op_summary PMU
-column names (PipeUtilization: ``aic_mac_ratio``, ``aic_vec_ratio``/``aiv_vec_ratio``,
-``aic_mte2_ratio``/``aiv_mte2_ratio``; without the aic_/aiv_ prefix on older chips) from the
-session's tasks table when the parser provides them; without PMU data they are silent (the
-report says the rules were skipped)."""
+"""PMU rules: low cube/vector utilisation, memory-bound ops.  They read msprof's metric_summary
+ratio columns (PipeUtilization / PipeUtilizationExct: ``aic_mac_ratio``(``_extra``),
+``aiv_vec_ratio``, ``aic_mte2_ratio`` / ``aiv_mte2_ratio`` on the 910B; ``mac_ratio``,
+``vec_ratio``, ``mte2_ratio`` or their ``_exe_`` forms on older chips) from the session's ``pmu``
+table (joined to the tasks on device, stream, task, context and start), or from the tasks table
+itself if it carries them; without PMU data they are silent (the report says they were
+skipped)."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,17 +14,31 @@ import pandas as pd
 
 from msprof_py.analyse.advise.base import COMPUTATION, MEMORY, Finding, Plot, device_tasks, rule, top, us
 
-CUBE_COLS = ("aic_mac_ratio", "mac_ratio")
-VEC_COLS = ("aiv_vec_ratio", "aic_vec_ratio", "vec_ratio")
-MTE2_COLS = ("aic_mte2_ratio", "aiv_mte2_ratio", "mte2_ratio")
+CUBE_COLS = ("aic_mac_ratio", "aic_mac_ratio_extra", "aiv_mac_ratio", "mac_ratio", "mac_exe_ratio")
+VEC_COLS = ("aiv_vec_ratio", "aic_vec_ratio", "vec_ratio", "vec_exe_ratio")
+MTE2_COLS = ("aic_mte2_ratio", "aiv_mte2_ratio", "mte2_ratio", "mte2_exe_ratio")
+KEY = ["device_id", "stream_id", "task_id", "context_id", "start_ns"]
 LOW_UTIL = 0.5  # compute pipes busy under half the task time
 MEMORY_BOUND = 0.8  # MTE2 (GM -> UB/L1) busy over 80% of the task time
 MIN_SHARE = 0.01  # an op must take >= 1% of the device time
 
 
 def pmu_columns(session: Any) -> list[str]:
-    cols = set(session.tasks.columns)
+    """The PMU ratio columns the session has (tasks table or ``pmu`` table)."""
+    pmu = getattr(session, "pmu", None)
+    cols = set(session.tasks.columns) | (set(pmu.columns) if pmu is not None and len(pmu) else set())
     return [c for c in CUBE_COLS + VEC_COLS + MTE2_COLS if c in cols]
+
+
+def pmu_tasks(session: Any) -> pd.DataFrame:
+    """Executed device tasks with the PMU ratio columns (NaN where a task has no PMU record)."""
+    t = device_tasks(session)
+    pmu = getattr(session, "pmu", None)
+    if pmu is None or not len(pmu) or not set(KEY) <= set(pmu.columns):
+        return t
+    cols = [c for c in CUBE_COLS + VEC_COLS + MTE2_COLS if c in pmu.columns and c not in t.columns]
+    p = pmu[KEY + cols].drop_duplicates(KEY)
+    return t.merge(p, on=KEY, how="left").set_axis(t.index)
 
 
 def _max_of(t: pd.DataFrame, cols: tuple[str, ...]) -> pd.Series:
@@ -44,7 +60,7 @@ def low_utilisation(session: Any) -> list[Finding]:
     if not pmu_columns(session):
         return []
     out = []
-    for dev, td in device_tasks(session).groupby("device_id"):
+    for dev, td in pmu_tasks(session).groupby("device_id"):
         util = pd.concat([_max_of(td, CUBE_COLS), _max_of(td, VEC_COLS)], axis=1).max(axis=1)
         mte2 = _max_of(td, MTE2_COLS)
         ok = util.notna() & (util < LOW_UTIL) & ~(mte2 > MEMORY_BOUND)
@@ -75,7 +91,7 @@ def memory_bound(session: Any) -> list[Finding]:
     if not pmu_columns(session):
         return []
     out = []
-    for dev, td in device_tasks(session).groupby("device_id"):
+    for dev, td in pmu_tasks(session).groupby("device_id"):
         mte2 = _max_of(td, MTE2_COLS)
         util = pd.concat([_max_of(td, CUBE_COLS), _max_of(td, VEC_COLS)], axis=1).max(axis=1).fillna(0)
         ok = mte2 > MEMORY_BOUND
