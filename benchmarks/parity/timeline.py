@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from benchmarks.parity.allow import comparators
 from benchmarks.parity.cells import Check, compare_keyed
 from benchmarks.parity.csvs import files_by_kind
 
@@ -147,7 +148,8 @@ def _tracks(le: Layout, lo: Layout) -> Check:
 
 def _hw(le: Layout, lo: Layout) -> Check:
     c = Check("timeline.hw")
-    compare_keyed(c, HW_KEY + HW_COLS, le.hw_rows(), HW_KEY + HW_COLS, lo.hw_rows(), HW_KEY, "ts")
+    compare_keyed(c, HW_KEY + HW_COLS, le.hw_rows(), HW_KEY + HW_COLS, lo.hw_rows(), HW_KEY, "ts", None,
+                  comparators("timeline.hw"))
     return c
 
 
