@@ -39,11 +39,15 @@ def jstr(s: Any) -> str:
 
 
 def jstr_many(values: list[str]) -> list[str]:
-    """JSON string literals for many strings with one orjson call.  Splitting the array text
-    on ``","`` is safe: inside an encoded string every quote is escaped."""
+    """JSON string literals for many strings with one orjson call.  Inside an encoded string a
+    quote is always written ``\\"``, so when the array text has no ``\\"`` at all every quote
+    in it is a delimiter and splitting on ``","`` is exact; otherwise (a string holding a quote or
+    ending in a backslash) each value is encoded on its own."""
     if not values:
         return []
     body = orjson.dumps(values).decode()[2:-2]
+    if '\\"' in body:
+        return [jstr(v) for v in values]
     return ['"' + s + '"' for s in body.split('","')]
 
 

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pandas as pd
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from msprof_py.export.rows import RowBuilder
@@ -62,6 +62,8 @@ def test_csv_table_parses_back(tmp_path_factory, rows) -> None:
 
 
 @given(st.lists(st.text(max_size=10), max_size=50))
+@example(['",', ''])  # an escaped quote followed by the separator's text (found by hypothesis)
+@example(['a\\', 'b'])  # a string ending in a backslash: its closing quote follows an escape
 @settings(max_examples=200, deadline=None)
 def test_jstr_many_equals_one_by_one(values: list[str]) -> None:
     from msprof_py.export.trace_events import jstr, jstr_many
