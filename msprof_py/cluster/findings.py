@@ -54,30 +54,35 @@ def slow_ranks(data: ClusterData) -> list[Finding]:
     med = float(per_rank.median())
     if med <= 0:
         return []
-    waits = _wait_per_rank(data)
     out = []
     for rank, v in per_rank.items():
         ratio = float(v) / med
         if ratio <= SLOW_RANK_RATIO:
             continue
-        peers = sorted({m for members in data.groups.values() if rank in members for m in members} - {int(rank)})
-        others = sorted(set(per_rank.index) - set(peers) - {int(rank)})
-        wp = float(waits.reindex(peers).mean()) if peers else float("nan")
-        wo = float(waits.reindex(others).mean()) if others else float("nan")
-        wait_txt = (f"; its {len(peers)} communicator peers wait {wp / 1e6:.3f} ms per iteration in notify waits"
-                    + (f" vs {wo / 1e6:.3f} ms on other ranks" if others else "")) if peers else ""
         out.append(Finding("slow_rank", f"rank {int(rank)}", ratio,
                            f"compute {v / 1e6:.3f} ms per iteration = {ratio:.2f}x the median rank "
-                           f"({med / 1e6:.3f} ms){wait_txt}"))
+                           f"({med / 1e6:.3f} ms){_wait_evidence(data, int(rank))}"))
     return out
 
 
-def _wait_per_rank(data: ClusterData) -> pd.Series:
+def _wait_evidence(data: ClusterData, rank: int) -> str:
+    """How long the rank's peers wait for it: per iteration, the notify waits of the other members
+    of its largest communicator, against the members of the other communicators of that size."""
     ops = data.ops
-    if ops.empty:
-        return pd.Series(dtype=float)
-    n_steps = ops.groupby("rank_id")["step"].nunique()
-    return ops.groupby("rank_id")["wait_ns"].sum() / n_steps
+    mine = [(len(m), g) for g, m in data.groups.items() if rank in m and len(m) > 2]
+    if ops.empty or not mine:
+        return ""
+    size, group = max(mine)
+    steps = max(1, int(ops["step"].nunique()))
+    o = ops[ops["rank_size"] == size]
+    peers = o[(o["group_name"] == group) & (o["rank_id"] != rank)]
+    others = o[o["group_name"] != group]
+    wp = peers["wait_ns"].sum() / steps / max(1, peers["rank_id"].nunique())
+    txt = f"; in {group} its {peers['rank_id'].nunique()} peers wait {wp / 1e6:.3f} ms per iteration for it"
+    if not others.empty:
+        wo = others["wait_ns"].sum() / steps / max(1, others["rank_id"].nunique())
+        txt += f" vs {wo / 1e6:.3f} ms in the other groups of {size}"
+    return txt
 
 
 def link_table(data: ClusterData) -> pd.DataFrame:

@@ -59,11 +59,12 @@ def write_all(data: ClusterData, out: Path) -> list[Path]:
     """Write every output file into ``out/cluster_analysis_output``; returns the paths."""
     d = out / OUTPUT_DIR
     d.mkdir(parents=True, exist_ok=True)
+    matrix, comm = comm_matrix(data), comm_json(data)
     written = [write_bytes(d / "communication_group.json", _dump(communication_groups(data))),
                write_text(d / "cluster_step_trace_time.csv", step_trace_csv(data)),
-               write_bytes(d / "cluster_communication_matrix.json", _dump(comm_matrix(data))),
-               write_bytes(d / "cluster_communication.json", _dump(comm_json(data)))]
-    written.append(write_db(data, d / "cluster_analysis.db"))
+               write_bytes(d / "cluster_communication_matrix.json", _dump(matrix)),
+               write_bytes(d / "cluster_communication.json", _dump(comm))]
+    written.append(write_db(data, d / "cluster_analysis.db", matrix, comm))
     return written
 
 
@@ -174,19 +175,33 @@ def _time_info(rec) -> dict:
             "Synchronization Time Ratio": _r(sync / (sync + transit)) if sync + transit else 0}
 
 
-def _bandwidth_info(sizes: pd.DataFrame) -> dict:
-    out: dict = {}
-    for key, sub in sizes.groupby("key", sort=True):
-        size = float((sub["size_bytes"] * sub["count"]).sum())
-        t = float(sub["time_ns"].sum())
-        large = float(sub.loc[sub["size_bytes"] >= LARGE_PACKET_MB.get(str(key), 1.0) * MB, "count"].sum())
-        dist = {str(_r(s / MB)): [int(c), _r(tm / MS)] for s, c, tm in
-                zip(sub["size_bytes"], sub["count"], sub["time_ns"])}
-        out[str(key)] = {"Transit Time(ms)": _r(t / MS), "Transit Size(MB)": _r(size / MB),
-                         "Bandwidth(GB/s)": _r(size / MB / 1024 / (t / 1e9)) if t else 0,
-                         "Large Packet Ratio": _r(large / sub["count"].sum()) if sub["count"].sum() else 0,
-                         "Size Distribution": dist}
+def _bandwidth_infos(sizes: pd.DataFrame) -> dict[tuple, dict]:
+    """``(rank, step, op)`` -> its "Communication Bandwidth Info": per bucket (RDMA, HCCS, ...) the
+    transit size / time / bandwidth, the large-packet ratio and the size distribution
+    ``{size MB: [count, time ms]}``.  One pass over the (small) sizes table."""
+    if sizes.empty:
+        return {}
+    sz = sizes.sort_values(["rank_id", "step", "op_name", "key", "size_bytes"], kind="stable")
+    acc: dict[tuple, dict] = {}
+    cols = [sz[c].tolist() for c in ("rank_id", "step", "op_name", "key", "size_bytes", "count", "time_ns")]
+    for rank, step, op, key, size, count, t in zip(*cols):
+        b = acc.setdefault((rank, step, op), {}).setdefault(key, [0.0, 0, 0, 0, {}])
+        b[0] += size * count
+        b[1] += t
+        b[2] += count if size >= LARGE_PACKET_MB.get(key, 1.0) * MB else 0
+        b[3] += count
+        b[4][str(_r(size / MB))] = [int(count), _r(t / MS)]
+    out: dict[tuple, dict] = {}
+    for k, per_key in acc.items():
+        out[k] = {key: {"Transit Time(ms)": _r(t / MS), "Transit Size(MB)": _r(size / MB),
+                        "Bandwidth(GB/s)": _r(size / MB / 1024 / (t / 1e9)) if t else 0,
+                        "Large Packet Ratio": _r(large / n) if n else 0, "Size Distribution": dist}
+                  for key, (size, t, large, n, dist) in per_key.items()}
     return out
+
+
+_TIME_KEYS = ("Start Timestamp(us)", "Elapse Time(ms)", "Transit Time(ms)", "Wait Time(ms)",
+              "Synchronization Time(ms)", "Idle Time(ms)", "Wait Time Ratio", "Synchronization Time Ratio")
 
 
 def comm_json(data: ClusterData) -> dict:
@@ -194,19 +209,15 @@ def comm_json(data: ClusterData) -> dict:
     out: dict = {}
     if ops.empty:
         return out
-    sizes = data.sizes
-    size_groups = {k: v for k, v in sizes.groupby(["rank_id", "step", "op_name"], sort=False)} if not sizes.empty else {}
+    bw = _bandwidth_infos(data.sizes)
     ordered = ops.sort_values(["group_name", "step", "start_ns", "rank_id"], kind="stable")
-    for rec in ordered.itertuples(index=False):
+    for rec in ordered.itertuples(index=False):  # one row per op execution and rank: small
         step_d = out.setdefault(_group_key(data, rec.group_name), {}).setdefault(f"step{rec.step}", {})
         info = {"Communication Time Info": _time_info(rec),
-                "Communication Bandwidth Info": _bandwidth_info(size_groups.get((rec.rank_id, rec.step, rec.op_name),
-                                                                                sizes.iloc[:0]))}
+                "Communication Bandwidth Info": bw.get((rec.rank_id, rec.step, rec.op_name), {})}
         step_d.setdefault(f"{rec.op_name}@{rec.group_name}", {})[str(rec.rank_id)] = info
-        tot = step_d.setdefault("Total Op Info", {}).setdefault(str(rec.rank_id), {
-            "Communication Time Info": {k: 0.0 for k in ("Start Timestamp(us)", "Elapse Time(ms)", "Transit Time(ms)",
-                                                         "Wait Time(ms)", "Synchronization Time(ms)", "Idle Time(ms)",
-                                                         "Wait Time Ratio", "Synchronization Time Ratio")}})
+        tot = step_d.setdefault("Total Op Info", {}).setdefault(
+            str(rec.rank_id), {"Communication Time Info": {k: 0.0 for k in _TIME_KEYS}})
         ti = tot["Communication Time Info"]
         for k in ("Elapse Time(ms)", "Transit Time(ms)", "Wait Time(ms)", "Synchronization Time(ms)", "Idle Time(ms)"):
             ti[k] = _r(ti[k] + info["Communication Time Info"][k])
@@ -235,7 +246,10 @@ DB_TABLES = {
 }
 
 
-def write_db(data: ClusterData, path: Path) -> Path:
+def write_db(data: ClusterData, path: Path, matrix: dict | None = None, comm: dict | None = None) -> Path:
+    """``cluster_analysis.db`` (``matrix`` / ``comm``: the JSON outputs' content, built if not given)."""
+    matrix = comm_matrix(data) if matrix is None else matrix
+    comm = comm_json(data) if comm is None else comm
     rows: dict[str, list[tuple]] = {name: [] for name in DB_TABLES}
     for g, members in sorted(data.groups.items()):
         rows["CommunicationGroup"].append(("p2p" if _is_p2p(data, g) else "collective", rank_tuple(members), g, g, g))
@@ -246,7 +260,7 @@ def write_db(data: ClusterData, path: Path) -> Path:
         rows["HostInfo"].append((host, host))
     for rec in data.ranks.itertuples(index=False):
         rows["RankDeviceMap"].append((int(rec.rank_id), int(rec.device_id), rec.host, rec.prof))
-    for g, steps in comm_json(data).items():
+    for g, steps in comm.items():
         for step, ops in steps.items():
             for op, per_rank in ops.items():
                 if op == "Total Op Info":
@@ -260,7 +274,7 @@ def write_db(data: ClusterData, path: Path) -> Path:
                             rows["ClusterCommunicationBandwidth"].append((
                                 step, int(rank), op, group, band, b["Transit Size(MB)"], b["Transit Time(ms)"],
                                 b["Bandwidth(GB/s)"], b["Large Packet Ratio"], float(pkg), count, dur))
-    for g, steps in comm_matrix(data).items():
+    for g, steps in matrix.items():
         for step, ops in steps.items():
             for op, links in ops.items():
                 group = op.split("@")[-1]

@@ -19,6 +19,7 @@ from msprof_py.cluster.rank import RankTables, analyze_rank
 from msprof_py.errors import InvalidParamError, InvalidPathError
 
 SCHEDULER_ENV = "MSPROF_PY_SCHEDULER"
+CONNECT_TIMEOUT_S = 10  # how long to try reaching a Dask scheduler
 MAX_DEPTH = 4  # input/<job>/<node>/<rank>/PROF_*: deep enough for the layouts jobs write
 SKIP_DIRS = frozenset({"cluster_analysis_output", "mindstudio_profiler_output", "mindstudio_profiler_log",
                        "msprof_py_cache", "sqlite", "query", "timeline", "summary", "log", "data"})
@@ -84,7 +85,7 @@ def _on_dask(items: list[str], address: str, work: Callable[[str], RankTables]) 
         raise InvalidParamError("a Dask scheduler was given but Dask is not installed: "
                                 "pip install 'msprof_py[cluster]'") from None
     try:
-        client = Client(address, timeout="10s")
+        client = Client(address, timeout=f"{CONNECT_TIMEOUT_S}s")
     except (OSError, TimeoutError) as err:
         raise InvalidParamError(f"cannot reach the Dask scheduler at {address}: {err}") from None
     try:

@@ -63,11 +63,11 @@ def analyze_rank(prof: str | os.PathLike[str], use_cache: bool = True) -> RankTa
     prof = str(prof)
     try:
         s = load_prof(Path(prof), use_cache)
+        return reduce_session(s, prof)
     except MsprofError as err:
         return _failed(prof, str(err))
-    except (OSError, ValueError) as err:
-        return _failed(prof, f"{prof}: {err}")
-    return reduce_session(s, prof)
+    except Exception as err:  # noqa: BLE001  one rank's bad data must not stop the other ranks
+        return _failed(prof, f"{prof}: cannot be analysed ({type(err).__name__}: {err})")
 
 
 def reduce_session(s: Any, prof: str) -> RankTables:

@@ -91,8 +91,9 @@ def to_reference(local_ns: np.ndarray, offset_ns: float, drift_ppm: float, cente
     return (np.asarray(local_ns, np.float64) - offset_ns + b * center_ns) / (1.0 + b)
 
 
-def _window(data: ClusterData, fits: pd.DataFrame, warnings: list[str]) -> tuple[int, int, int, int]:
-    """(first step, last step, origin ns, end ns on the reference clock), cut to fit MAX_EVENTS."""
+def _window(data: ClusterData, fits: pd.DataFrame, warnings: list[str]) -> tuple[int, int, int]:
+    """(first step, last step, origin ns on the reference clock), cut to fit MAX_EVENTS; every rank
+    shows its own iterations first..last."""
     s = data.steps
     per_step = s.groupby("step")["tasks"].sum().sort_index()
     total = 0
@@ -111,8 +112,7 @@ def _window(data: ClusterData, fits: pd.DataFrame, warnings: list[str]) -> tuple
     sel = s[(s["step"] >= first) & (s["step"] <= last)]
     args = [sel["host"].map(fit[c]).to_numpy(np.float64) for c in ("offset_ns", "drift_ppm", "center_ns")]
     t0 = to_reference(sel["start_ns"].to_numpy(), *args)
-    t1 = to_reference(sel["end_ns"].to_numpy(), *args)
-    return first, last, int(np.floor(t0.min())), int(np.ceil(t1.max()))
+    return first, last, int(np.floor(t0.min()))
 
 
 def rank_events(prof: str, params: dict[str, Any]) -> list[dict]:
@@ -121,14 +121,11 @@ def rank_events(prof: str, params: dict[str, Any]) -> list[dict]:
 
     p = params[prof]
     s = load_prof(Path(prof))
-    rank, origin, end = p["rank"], p["origin"], p["end"]
+    rank, origin, lo, hi = p["rank"], p["origin"], p["local_start"], p["local_end"]
     clock = (p["offset_ns"], p["drift_ppm"], p["center_ns"])
     dr = p["drift_ppm"]
-    t = s.tasks[(s.tasks["device_id"] == p["device_id"]) & (s.tasks["start_ns"] >= 0)]
+    t = s.tasks[(s.tasks["device_id"] == p["device_id"]) & (s.tasks["start_ns"] >= lo) & (s.tasks["start_ns"] < hi)]
     st = to_reference(t["start_ns"].to_numpy(), *clock)
-    keep = (st >= origin) & (st < end)
-    t = t[keep]
-    st = st[keep]
     pid = rank
     events: list[dict] = [
         {"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
@@ -147,10 +144,9 @@ def rank_events(prof: str, params: dict[str, Any]) -> list[dict]:
     for i in range(len(t)):  # building the JSON objects is the output itself: one dict per slice
         events.append({"name": names[i], "ph": "X", "pid": pid, "tid": int(sids[i]), "ts": float(ts[i]),
                        "dur": float(dur[i]), "args": {"Task Type": ttype[i], "Task Id": int(tids[i])}})
-    c = s.communication[s.communication["device_id"] == p["device_id"]]
+    c = s.communication
+    c = c[(c["device_id"] == p["device_id"]) & (c["start_ns"] >= lo) & (c["start_ns"] < hi)]
     cst = to_reference(c["start_ns"].to_numpy(), *clock)
-    ck = (cst >= origin) & (cst < end)
-    c, cst = c[ck], cst[ck]
     groups = sorted(set(c["group_name"].astype(str)))
     base_tid = 1_000_000
     for j, g in enumerate(groups):
@@ -178,12 +174,16 @@ def write_timeline(data: ClusterData, out: Path, full: ClusterData | None = None
     for h in fits.loc[~fits["aligned"], "host"]:
         data.warnings.append(f"timeline: host {h} shares no collective with the other hosts; its clock is not "
                              "aligned (shown on its own clock)")
-    first, last, origin, end = _window(data, fits, data.warnings)
+    first, last, origin = _window(data, fits, data.warnings)
     fit = fits.set_index("host")
+    sel = data.steps[(data.steps["step"] >= first) & (data.steps["step"] <= last)]
+    win = sel.groupby("rank_id").agg(lo=("start_ns", "min"), hi=("end_ns", "max"))
     params = {r.prof: {"rank": int(r.rank_id), "host": r.host, "device_id": int(r.device_id),
+                       "local_start": int(win.loc[r.rank_id, "lo"]) if r.rank_id in win.index else 0,
+                       "local_end": int(win.loc[r.rank_id, "hi"]) if r.rank_id in win.index else 0,
                        "offset_ns": float(fit.loc[r.host, "offset_ns"]), "drift_ppm": float(fit.loc[r.host, "drift_ppm"]),
                        "center_ns": float(fit.loc[r.host, "center_ns"]),
-                       "origin": origin, "end": end} for r in data.ranks.itertuples(index=False)}
+                       "origin": origin} for r in data.ranks.itertuples(index=False)}
     parts = map_ranks(list(params), workers, scheduler, work=partial(rank_events, params=params))
     path = d / f"cluster_timeline_steps_{first}-{last}.json"
     body = b",\n".join(orjson.dumps(e) for part in parts for e in part)

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from msprof_py.collect.options import load_options
+from msprof_py.collect.options import ProfilingOptions, load_options
 from msprof_py.collect.session import CollectResult, collect, ensure_output
 from msprof_py.errors import InvalidParamError, WarningLog, WorkloadError
 from msprof_py.raw import files
@@ -90,6 +91,25 @@ def _remove_if_empty(dirs: list[Path]) -> None:
             d.rmdir()  # only an empty folder: never anything a user (or another run) put there
         except OSError:
             return
+
+
+def model_target(req: CollectRequest, warnings: WarningLog, option: str) -> tuple[Any, ProfilingOptions, str]:
+    """For options that need a model (``--ranks``): the profiling options, the output folder (not
+    created: wrap the work in :func:`output_folder`) and the workload or graph file; one-line errors."""
+    from msprof_py.runtime import workloads
+
+    if req.command:
+        raise InvalidParamError(f"{option} works with --workload or --graph, not with a Python script")
+    if bool(req.workload) == bool(req.graph_file):
+        raise InvalidParamError(f"give exactly one of --workload NAME or --graph FILE with {option}")
+    opts = load_options(req.options, warnings)
+    output = req.output if req.output is not None else opts.output
+    if output is None:
+        raise InvalidParamError("no output directory: pass --output or set \"output\" in --options")
+    params = {} if req.batch_size is None else {"batch": req.batch_size}
+    target = (workloads.load_graph_file(req.graph_file, **params) if req.graph_file
+              else workloads.get_workload(req.workload, **params))
+    return target, opts, output
 
 
 def _run_script(req: CollectRequest, output: str, slice_bytes: int, warnings: WarningLog) -> CollectResult:

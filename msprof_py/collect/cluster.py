@@ -154,27 +154,19 @@ class ClusterRequest:
 
 def run_collect_cluster(req: ClusterRequest, warnings: WarningLog) -> ClusterCollectResult:
     """Validate and run ``collect --ranks``; every bad value is a one-line error."""
-    from msprof_py.runtime import workloads
+    from msprof_py.collect.cli_support import model_target, output_folder
 
     base = req.base
-    if base.command or base.devices != 1:
-        raise InvalidParamError("--ranks simulates one device per rank: use --workload or --graph, without "
-                                "--devices or a script")
-    if bool(base.workload) == bool(base.graph_file):
-        raise InvalidParamError("give exactly one of --workload NAME or --graph FILE with --ranks")
-    opts = load_options(base.options, warnings)
-    output = base.output if base.output is not None else opts.output
-    if output is None:
-        raise InvalidParamError("no output directory: pass --output or set \"output\" in --options")
-    params = {} if base.batch_size is None else {"batch": base.batch_size}
-    target = (workloads.load_graph_file(base.graph_file, **params) if base.graph_file
-              else workloads.get_workload(base.workload, **params))
-    return collect_cluster(
-        target, output=output, ranks=req.ranks, ranks_per_node=min(req.ranks_per_node, req.ranks), tp=req.tp,
-        iterations=base.iterations, seed=base.seed, fixed_clock=base.fixed_clock, options=opts,
-        slow_ranks=parse_factors(req.slow_rank, "--slow-rank"),
-        slow_links=parse_factors(req.slow_link, "--slow-link", pair=True),
-        straggler_hosts=parse_factors(req.straggler_host, "--straggler-host"),
-        clock_offset_us=parse_factors(req.clock_offset, "--clock-offset"),
-        clock_drift_ppm=parse_factors(req.clock_drift, "--clock-drift"),
-        slice_bytes=base.slice_bytes or files.DEFAULT_SLICE_BYTES, warnings=warnings)
+    if base.devices != 1:
+        raise InvalidParamError("--ranks simulates one device per rank: leave out --devices")
+    target, opts, output = model_target(base, warnings, "--ranks")
+    with output_folder(Path(output)):  # a failure leaves no folder behind
+        return collect_cluster(
+            target, output=output, ranks=req.ranks, ranks_per_node=min(req.ranks_per_node, req.ranks), tp=req.tp,
+            iterations=base.iterations, seed=base.seed, fixed_clock=base.fixed_clock, options=opts,
+            slow_ranks=parse_factors(req.slow_rank, "--slow-rank"),
+            slow_links=parse_factors(req.slow_link, "--slow-link", pair=True),
+            straggler_hosts=parse_factors(req.straggler_host, "--straggler-host"),
+            clock_offset_us=parse_factors(req.clock_offset, "--clock-offset"),
+            clock_drift_ppm=parse_factors(req.clock_drift, "--clock-drift"),
+            slice_bytes=base.slice_bytes or files.DEFAULT_SLICE_BYTES, warnings=warnings)

@@ -100,6 +100,8 @@ def dynamic_ops(session: Any) -> list[Finding]:
         per_op = waits.reindex(dyn_ix).fillna(0).groupby(dyn.loc[dyn_ix, "op_name"].astype(str)).sum()
         per_op = per_op.reindex(relaunched.index.astype(str)).fillna(0)
         labels, vals = top(per_op)
+        node = api[(api["level"].astype(str) == "node") & api["item_id"].astype(str).isin(relaunched.index.astype(str))]
+        host = node.groupby(node["item_id"].astype(str))["dur_ns"].sum()
         out.append(Finding(
             "dynamic_shape", PROCESSING, int(dev),
             f"{len(relaunched)} dynamic-shape operator(s) are launched from the host in every execution "
@@ -109,8 +111,10 @@ def dynamic_ops(session: Any) -> list[Finding]:
             int(per_op.sum()), list(relaunched.index.astype(str)), _ints(relaunched["iterations"]),
             _ints(relaunched["streams"]),
             {"ops": {str(n): {"type": r.op_type, "launches": int(r.n), "device_us": us(r.total_ns),
-                              "device_wait_us": us(per_op.get(str(n), 0))} for n, r in relaunched.iterrows()},
-             "estimate": "device idle time before each dynamic task whose launch began after the device ran dry"},
+                              "device_wait_us": us(per_op.get(str(n), 0)),
+                              "host_launch_us": us(host.get(str(n), 0))} for n, r in relaunched.iterrows()},
+             "estimate": "device idle time before each dynamic task whose launch began after the device ran dry "
+                         "(host_launch_us: the host's launch time, which only costs the device when it waits)"},
             Plot("device wait for the host launch of dynamic ops", labels, vals)))
     return out
 
