@@ -23,7 +23,6 @@ from msprof_py.atomic import atomic_open, clean_dead, disk_full, is_disk_full, s
 from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, WarningLog
 from msprof_py.export import base
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
-from msprof_py.export.forked import Forked, can_fork
 from msprof_py.export.session_access import device_ids, table
 from msprof_py.parse import cache
 
@@ -172,70 +171,38 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
     jobs = _jobs(view, options)
     bar = click.progressbar(length=len(jobs), label=f"exporting {prof.name}", file=sys.stderr) \
         if options.progress and jobs else None
-
-    def run(i: int) -> list[Path]:
-        ex, dev = jobs[i]
-        target = prof if ex.kind == "db" else out_dir
-        # the DB covers the whole collection, whatever model/iteration was selected
-        src = session if ex.kind == "db" else view
-        try:
-            return ex.write(src, target, naming.for_device(dev), ctx)
-        except OSError as err:  # one line naming the file, whatever the exporter was doing
-            raise _write_error(err, target) from None
-
-    # the unified DB is independent of the text outputs: a forked child writes it meanwhile
-    in_child = [i for i, (ex, _) in enumerate(jobs) if ex.kind == "db"] if len(jobs) > 1 and can_fork() else []
-    done: dict[int, list[Path]] = {}
-    child = Forked(lambda: _run_in_child(run, in_child, ctx)) if in_child else None
     try:
         if bar is not None:
             bar.__enter__()
-        for i in range(len(jobs)):
-            if i not in in_child:
-                done[i] = run(i)
-                if bar is not None:
-                    bar.update(1)
-        if child is not None:
-            done_in_child, warned, notes = child.result()
-            child = None
-            done.update(done_in_child)
-            for m in warned:
-                ctx.warnings.warn(m)
-            ctx.notes += notes
-            if bar is not None:
-                bar.update(len(in_child))
-    finally:
-        if child is not None:  # the parent failed: wait for the child (its temp file is its own to remove)
+        for ex, dev in jobs:
+            target = prof if ex.kind == "db" else out_dir
+            # the DB covers the whole collection, whatever model/iteration was selected
+            src = session if ex.kind == "db" else view
             try:
-                child.result()
-            except BaseException:  # noqa: BLE001  (the parent's error is the one reported)
-                pass
+                paths = ex.write(src, target, naming.for_device(dev), ctx)
+            except OSError as err:  # one line naming the file, whatever the exporter was doing
+                raise _write_error(err, target) from None
+            written += [(ex, p) for p in paths]
+            log_lines += [f"[INFO] wrote {p.name} ({p.stat().st_size} bytes)" for p in paths]
+            if bar is not None:
+                bar.update(1)
+    finally:
         if bar is not None:
             bar.__exit__(None, None, None)
         if ctx.scratch is not None:
             shutil.rmtree(ctx.scratch, ignore_errors=True)
-    for i in range(len(jobs)):  # the log lists the files in job order, wherever they were written
-        written += [(jobs[i][0], p) for p in done[i]]
-        log_lines += [f"[INFO] wrote {p.name} ({p.stat().st_size} bytes)" for p in done[i]]
     if options.type != "db":
         readme = write_readme(out_dir, [(ex, p) for ex, p in written if ex.kind != "db"])
         written.append((None, readme))  # type: ignore[arg-type]
     if options.clear:
         _clear_cache(prof, ctx.warnings)
     log_lines += [f"[INFO] {m}" for m in ctx.notes]
+    # the parser's warnings first (the session's WarningLog), then the exporters'
+    log_lines += [f"[WARNING] {m}" for m in getattr(session, "warnings", WarningLog())]
     log_lines += [f"[WARNING] {m}" for m in ctx.warnings]
     _write_log(prof / LOG_DIR, log_lines)
     result.warnings.extend(ctx.warnings)
     result.files += [(p, p.stat().st_size) for _, p in written]
-
-
-def _run_in_child(run: Callable[[int], list[Path]], indices: list[int],
-                  ctx: ExportContext) -> tuple[dict[int, list[Path]], list[str], list[str]]:
-    """In the forked child: run these jobs; return their files and the warnings / notes they added
-    (the child's ``ctx`` is a copy, so the parent adds them to its own after the other jobs')."""
-    n_warned, n_notes = len(ctx.warnings.messages), len(ctx.notes)
-    done = {i: run(i) for i in indices}
-    return done, ctx.warnings.messages[n_warned:], ctx.notes[n_notes:]
 
 
 def _write_error(err: OSError, folder: Path) -> MsprofError:
