@@ -11,6 +11,13 @@ agreeing dir says which ones it relied on.
 - ``format-prefix``: the msprof of 2024 printed GE formats as ``FORMAT_ND``; today's msprof
   (Python and C++ analysis) prints ``ND`` for the same raw data, as we do.  Allowed: the
   ``FORMAT_`` prefix in the format columns.
+- ``flow-halves``: msprof's C++ timeline writes a flow start for every event call / Node launch
+  and a flow end for every device task with a TaskInfo, also when the other half does not exist
+  (a kernel whose launch API is not in the timeline); a viewer draws nothing for a half.  We write
+  complete flows only; the check compares complete flows (parity.timeline).
+- ``viewer-nesting``: a timeline slice ending within 1 µs of its parent's end or its next
+  sibling's start is written up to 1 µs shorter so viewers reading ``ts`` as doubles keep it
+  nested (README; the CSVs keep the exact value).  Allowed: timeline ``dur`` up to 1 µs shorter.
 """
 from __future__ import annotations
 
@@ -36,6 +43,11 @@ def _formats(expected: str, ours: str) -> bool:
     return ";".join(i[len("FORMAT_"):] if i.startswith("FORMAT_") else i for i in items) == ours.strip()
 
 
+def _viewer_dur(expected: str, ours: str) -> bool:
+    e, o = dec(expected), dec(ours)
+    return e is not None and o is not None and Decimal(0) <= e - o <= Decimal(1)
+
+
 def comparators(kind: str) -> dict[str, tuple[Comparator, str]]:
     """column -> (a looser comparison, its name) for a CSV kind, tried when the strict one fails."""
     out: dict[str, tuple[Comparator, str]] = {}
@@ -43,6 +55,8 @@ def comparators(kind: str) -> dict[str, tuple[Comparator, str]]:
         out["Task Wait Time(us)"] = (_wait, "wait-time")
         for c in FORMAT_COLUMNS:
             out[c] = (_formats, "format-prefix")
+    if kind == "timeline.hw":
+        out["dur"] = (_viewer_dur, "viewer-nesting")
     return out
 
 

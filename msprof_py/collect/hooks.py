@@ -15,6 +15,7 @@ import numpy as np
 from msprof_py.collect.options import ProfilingOptions
 from msprof_py.collect.slices import SliceStream, write_whole
 from msprof_py.errors import WarningLog
+from msprof_py.raw import ffts_profile, lpm_info
 from msprof_py.raw import (api_event, common, context_id_info, files, fusion_op_info, graph_id_map, hash_dic,
                            hccl_info, hccl_op_info, memcpy_info, node_basic_info, stars_soc, task_track,
                            tensor_info, ts_track)
@@ -25,6 +26,8 @@ _LAYOUTS: dict[str, tuple[np.dtype, ...]] = {
                                      hccl_op_info, memcpy_info, node_basic_info, stars_soc, task_track,
                                      tensor_info)
 }
+_LAYOUTS[ffts_profile.FILE_TAG] = (ffts_profile.DTYPE,)
+_LAYOUTS[lpm_info.FILE_TAG] = _LAYOUTS[lpm_info.FREQ_FILE_TAG] = (lpm_info.DTYPE,)
 _LAYOUTS[ts_track.FILE_TAG] = (ts_track.STEP_TRACE_DTYPE, ts_track.TASK_TYPE_DTYPE, ts_track.TASK_FLIP_DTYPE,
                                ts_track.PREFIX_DTYPE)
 
@@ -67,6 +70,7 @@ class CollectorHooks:
         self.device_ids: set[int] = set()
         self.record_counts: dict[str, int] = {}  # "host:aging.compact.task_track" -> records written
         self._streams: dict[tuple, SliceStream] = {}
+        self.pmu_events = _pmu_events(options)  # what the simulated PMU counts (sample.json's lists)
         self._off_levels = np.array([lv for lv, sw in _API_LEVEL_SWITCH.items() if not options.on(sw)],
                                     dtype=np.uint16)
         (root / files.HOST_DIR / "data").mkdir(parents=True, exist_ok=True)
@@ -133,7 +137,7 @@ class CollectorHooks:
 
     def _filter_device(self, tag: str, records: np.ndarray) -> np.ndarray | None:
         opts = self.options
-        if tag == stars_soc.FILE_TAG:
+        if tag in (stars_soc.FILE_TAG, ffts_profile.FILE_TAG, lpm_info.FILE_TAG, lpm_info.FREQ_FILE_TAG):
             return records if opts.on("task_time") else None
         if tag == ts_track.FILE_TAG:
             if opts.on("task_time") and opts.on("training_trace"):
@@ -173,6 +177,22 @@ def _select(records: np.ndarray, mask: np.ndarray) -> np.ndarray:
     view, for one) does not copy the gap bytes, so select on an opaque void view instead."""
     raw = np.ascontiguousarray(records).view(np.dtype((np.void, records.dtype.itemsize)))
     return raw[mask].view(records.dtype)
+
+
+def _pmu_events(options: ProfilingOptions) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(AI Core events, AI Vector events) the device counts, as sample.json lists them for the
+    910B; None when task-time collection is off (no task-based PMU then)."""
+    from msprof_py.collect.sample_json import AIC_EVENTS, AIV_EVENTS, CHIP_V4
+
+    if not options.on("task_time"):
+        return None
+    aic = "PipeUtilizationExct" if options.aic_metrics == "PipeUtilization" else options.aic_metrics
+
+    def codes(text: str) -> tuple[int, ...]:
+        return tuple(int(x, 16) for x in text.split(",") if x.strip())
+
+    del CHIP_V4
+    return codes(AIC_EVENTS.get(aic, "")), codes(AIV_EVENTS.get(options.aic_metrics, ""))
 
 
 def as_layout(tag: str, records: np.ndarray) -> np.ndarray:

@@ -23,9 +23,9 @@ from pandas.api.types import union_categoricals
 
 from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import NA_ID, api_of_device, of_device, table
+from msprof_py.export.session_access import NA_ID, api_of_device, device_ids, of_device, table
 from msprof_py.export.table_writer import Col, write_table
-from msprof_py.export.views import (as_cat, cat_isin, cat_where, info_names, info_types, is_level0, shown_task_types,
+from msprof_py.export.views import (as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names, info_types, is_level0, shown_task_types,
                                     shown_tasks, summary_tasks, task_time_tasks, task_types)
 
 OP_SUMMARY_HEADER = [
@@ -53,6 +53,8 @@ AI_STACK_HEADER = ["Device_id", "Component", "Time(%)", "Time(us)", "Count", "Av
 GE_OP_EXECUTE_HEADER = ["Device_id", "Thread ID", "Op Name", "OP Type", "Event Type", "Start Time(us)",
                         "Duration(us)"]
 
+
+HOST_DEVICE_ID = 64  # msprof's host "device"
 
 # -- formatting helpers ---------------------------------------------------------------------
 def i64(col: Any) -> np.ndarray:
@@ -237,13 +239,25 @@ class StepTraceSummary:
 
 
 # -- api_statistic (host) -------------------------------------------------------------------
-def api_stats_frame(api: pd.DataFrame) -> pd.DataFrame:
+def api_stats_frame(api: pd.DataFrame, python_path: bool = False) -> pd.DataFrame:
+    """Per (name, level): count, total/min/max ns and ``var`` (µs²).  msprof's C++ analysis: the
+    population variance; its Python path (ApiStatisticViewer): from the µs values with the mean
+    rounded to 3 decimals, each squared deviation rounded to 3, their mean rounded to 3."""
     lvl = text(api["level"]).astype(str).to_numpy()
     name = np.where(np.isin(lvl, ["communication", "hccl"]), text(api["item_id"]).astype(str).to_numpy(),
                     text(api["name"]).astype(str).to_numpy())
     df = pd.DataFrame({"level": lvl, "name": name, "dur_ns": i64(api["end_ns"]) - i64(api["start_ns"])})
     g = df.groupby(["name", "level"], sort=True)["dur_ns"]
     st = g.agg(count="count", total="sum", min="min", max="max").reset_index()
+    if python_path:
+        us = df["dur_ns"].to_numpy(np.float64) / 1000
+        total = np.round(st["total"].to_numpy(np.float64) / 1000, 3)
+        avg = np.round(total / st["count"].to_numpy(), 3)
+        key = pd.MultiIndex.from_frame(df[["name", "level"]])
+        pos = pd.MultiIndex.from_frame(st[["name", "level"]]).get_indexer(key)
+        dev = np.round((us - avg[pos]) ** 2, 3)
+        st["var"] = np.round(np.bincount(pos, weights=dev, minlength=len(st)) / st["count"].to_numpy(), 3)
+        return st
     # population variance in us^2 from integer ns sums (exact sums, float only at the end)
     sq = df.assign(sq=(df["dur_ns"].astype(np.float64) / 1000) ** 2).groupby(["name", "level"], sort=True)["sq"].sum()
     mean = st["total"].to_numpy() / st["count"].to_numpy() / 1000
@@ -261,9 +275,12 @@ class ApiStatistic:
         api = table(session, "api")
         if len(api) == 0:
             return []
-        st = api_stats_frame(api)
+        python_path = not cpp_export(session)
+        st = api_stats_frame(api, python_path)
         n = len(st)
-        cols = [Col.const("host", n), Col.text(st["level"].to_numpy()), Col.text(st["name"].to_numpy()),
+        # Device_id: msprof's C++ analysis writes "host"; its Python path the device's id
+        devs = [d for d in device_ids(session) if d != HOST_DEVICE_ID]
+        cols = [Col.const(str(devs[0]) if python_path and devs else "host", n), Col.text(st["level"].to_numpy()), Col.text(st["name"].to_numpy()),
                 Col.text(dbl(st["total"] / 1000), number=True), Col.ints(st["count"]),
                 Col.text(dbl(st["total"] / st["count"] / 1000), number=True),
                 Col.text(dbl(st["min"] / 1000), number=True), Col.text(dbl(st["max"] / 1000), number=True),
@@ -290,9 +307,14 @@ class TaskTime:
         kern = cat_where(no_host, cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]), as_cat(np.full(len(t), "N/A",
                                                                                                     dtype=object)),
                                             info_names(t)), as_cat(t["kernel_name"]))
+        kind = shown_task_types(t, is_level0(session))
+        if not cpp_export(session):  # msprof's Python path: the op name (else N/A), the runtime task type
+            kern = cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]),
+                             as_cat(np.full(len(t), "N/A", dtype=object)), as_cat(t["op_name"]))
+            kind = ascend_task_types(t)
         start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
         cols = [Col.ints(np.full(len(t), dev)), Col.text(kern),
-                Col.text(shown_task_types(t, is_level0(session))), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
+                Col.text(kind), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
                 Col.us(dur), Col.us(start, stamp=True), Col.us(start + dur, stamp=True)]
         return [write_table(stem(out_dir, naming, self.name), TASK_TIME_HEADER, cols, naming.summary_format)]
 

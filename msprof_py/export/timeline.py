@@ -41,7 +41,8 @@ from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CAN
                                            STEP_TRACE_TID_OFFSET, Arg, Counters, Flows, Meta, Slices,
                                            format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
-from msprof_py.export.views import as_cat, cat_isin, display_names, is_level0, shown_task_types, shown_tasks, task_types
+from msprof_py.export.views import (as_cat, cat_isin, cpp_export, display_names, is_level0, op_info, shown_task_types, shown_tasks,
+                                    task_types)
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
                "hccl": "Communication", "runtime": "Runtime"}
@@ -200,7 +201,9 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
         name=display_names(t), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
         start_ns=_i64(t["start_ns"]), dur_ns=_i64(t["dur_ns"]), label="device task", cache_key=("hw", device_id),
         args=[Arg("Model Id", "int", _i64(t["model_id"])),
-              Arg("Task Type", "str", shown_task_types(t, is_level0(session))),
+              # msprof's Python path shows the device (SQE) type, its C++ analysis the task type
+              Arg("Task Type", "str", shown_task_types(t, is_level0(session)) if cpp_export(session)
+                  else as_cat(t["device_task_type"])),
               Arg("Physic Stream Id", "int", stream), Arg("Task Id", "int", _i64(t["task_id"])),
               Arg("Batch Id", "int", _i64(t["batch_id"])), Arg("Subtask Id", "int", _i64(t["context_id"])),
               Arg("connection_id", "int", _i64(t["connection_id"]))]))
@@ -321,45 +324,82 @@ def _num_text(col: pd.Series) -> pd.Categorical:
     return pd.Categorical(v.map(lambda x: "null" if pd.isna(x) else repr(float(x))))
 
 
+OVERLAP_NO_EXTENT = ["KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV",
+                     "PROFILING_ENABLE", "PROFILING_DISABLE"]
+COMM_KERNEL_SUFFIXES = ("AicpuKernel", "AivKernel")
+
+
 def overlap_layer(session: Any, device_id: int, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
                   tl: Timeline) -> None:
-    """Computing / Communication / Not Overlapped / Free, from the task and HCCL op intervals."""
-    if len(comm_ops) == 0:
+    """msprof's Overlap Analysis (OverlapAnalysisProcessor), whenever the device ran tasks:
+    Computing = union of the compute tasks (a TaskInfo; not the HCCL ``AicpuKernel`` /
+    ``AivKernel`` ones), Communication = union of the HCCL ops, Not Overlapped = Communication minus
+    Computing, Free = the gaps of both inside [first, last] executed task that is not a kernel or a
+    profiling marker (extended by Computing / Communication)."""
+    if len(tasks) == 0 and len(comm_ops) == 0:
         return
-    comp = tasks[~cat_isin(task_types(tasks), ["COMMUNICATION", "HCCL_AI_CPU", "AI_CPU"])] if len(tasks) else tasks
+    names = np.asarray(display_names(tasks), dtype=object) if len(tasks) else np.array([], dtype=object)
+    comm_kernel = np.array([str(n).endswith(COMM_KERNEL_SUFFIXES) for n in names], dtype=bool)
+    comp = tasks[op_info(tasks) & ~comm_kernel & ~cat_isin(task_types(tasks), ["COMMUNICATION", "HCCL_AI_CPU"])] \
+        if len(tasks) else tasks
     c_s = _i64(comp["start_ns"]) if len(comp) else np.array([], np.int64)
     c_e = c_s + (_i64(comp["dur_ns"]) if len(comp) else 0)
     computing = intervals.union(c_s, c_e)
-    m_s = _i64(comm_ops["start_ns"])
-    communication = intervals.union(m_s, m_s + _i64(comm_ops["dur_ns"]))
+    m_s = _i64(comm_ops["start_ns"]) if len(comm_ops) else np.array([], np.int64)
+    communication = intervals.union(m_s, m_s + (_i64(comm_ops["dur_ns"]) if len(comm_ops) else 0))
     not_overlapped = intervals.difference(communication, computing)
     busy = intervals.union(np.concatenate([computing[0], communication[0]]),
                            np.concatenate([computing[1], communication[1]]))
-    free = intervals.gaps(busy)
+    ext = tasks[~cat_isin(as_cat(tasks["host_task_type"]), OVERLAP_NO_EXTENT)
+                & ~cat_isin(as_cat(tasks["device_task_type"]), ["UNKNOWN"])] if len(tasks) else tasks
+    lo = [a.min() for a in (_i64(ext["start_ns"]) if len(ext) else None, busy[0]) if a is not None and len(a)]
+    hi = [a.max() for a in ((_i64(ext["start_ns"]) + _i64(ext["dur_ns"])) if len(ext) else None, busy[1])
+          if a is not None and len(a)]
+    free = (np.array([], np.int64), np.array([], np.int64))
+    if lo and hi and max(hi) > min(lo):
+        free = intervals.difference((np.array([min(lo)], np.int64), np.array([max(hi)], np.int64)), busy)
     opid = format_pid(_device_pid(session, device_id), SORT_OVERLAP, device_id)
     tl.meta.process(opid, "Overlap Analysis", f"NPU {device_id}", SORT_OVERLAP)
-    for tid, (label, iv) in enumerate([("Computing", computing), ("Communication", communication),
-                                       ("Communication(Not Overlapped)", not_overlapped), ("Free", free)]):
+    for tid, (label, iv) in enumerate([("Communication", communication),
+                                       ("Communication(Not Overlapped)", not_overlapped), ("Computing", computing),
+                                       ("Free", free)]):
         tl.meta.thread(opid, tid, label, tid)
-        if len(iv[0]):
-            tl.slices.append(Slices(name=label, pid=np.full(len(iv[0]), opid, np.int64),
-                                    tid=np.full(len(iv[0]), tid, np.int64), start_ns=iv[0],
-                                    dur_ns=iv[1] - iv[0], label=f"overlap {label}"))
+        keep = iv[1] > iv[0]
+        if keep.any():
+            st, en = iv[0][keep], iv[1][keep]
+            tl.slices.append(Slices(name=label, pid=np.full(len(st), opid, np.int64),
+                                    tid=np.full(len(st), tid, np.int64), start_ns=st,
+                                    dur_ns=en - st, label=f"overlap {label}"))
+
+
+ACL_EVENT_APIS = ["aclrtRecordEvent", "aclrtStreamWaitEvent"]
 
 
 def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
                          hw_pid: int, comm_pid: int, comm_tid: dict[str, int] | None = None) -> Flows | None:
-    """Pair each Node-level launch with the first device task (or HCCL op) carrying its id."""
+    """HostToDevice flows as msprof's C++ timeline selects them (CannAssembler::GenerateConnectionTrace,
+    AscendHardwareAssembler::GenerateTaskConnectionTrace): a start at every Node launch,
+    ``aclrtRecordEvent`` / ``aclrtStreamWaitEvent`` call and call that issued a MEMCPY_ASYNC task; an
+    end at every device task with a TaskInfo or issued by such an event call, every memcpy task,
+    and every HCCL op; one flow per connection id that has both (msprof also writes the halves
+    without a partner; a viewer draws nothing for those, so we leave them out)."""
     if len(api) == 0:
         return None
     lv = api["level"].astype(object).astype(str).to_numpy()
-    src = api[np.isin(lv, ["node", "communication", "hccl"])]
+    nm = api["name"].astype(object).astype(str).to_numpy()
+    conn_all = _i64(api["connection_id"])
+    memcpy_conn = _i64(tasks.loc[cat_isin(as_cat(tasks["host_task_type"]), ["MEMCPY_ASYNC"]), "connection_id"]) \
+        if len(tasks) else np.array([], np.int64)
+    event_api = np.isin(nm, ACL_EVENT_APIS)
+    src = api[np.isin(lv, ["node", "communication", "hccl"]) | event_api | np.isin(conn_all, memcpy_conn)]
     if len(src) == 0:
         return None
     src_conn = _i64(src["connection_id"])
     ends = []
     if len(tasks):
-        tk = tasks[~cat_isin(as_cat(tasks["op_type"]), ["N/A"])]  # tasks with op info (msprof: TaskInfo)
+        tconn = _i64(tasks["connection_id"])
+        sel = op_info(tasks) | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn)
+        tk = tasks[sel]
         ends.append(pd.DataFrame({"conn": _i64(tk["connection_id"]), "pid": hw_pid,
                                   "tid": _i64(tk["stream_id"]), "ns": _i64(tk["start_ns"])}))
     if len(comm_ops) and comm_tid is not None:

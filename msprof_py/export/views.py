@@ -85,6 +85,24 @@ def is_level0(session: Any) -> bool:
     return bool(levels & LEVEL0)
 
 
+# msprof's Python front end hands summaries to its C++ analysis only for these chips (ChipModel
+# CHIP_V4_1_0 / V6_1_0 / V6_2_0 = platform_version 5 / 15 / 16) and only from driver 0x072211 on
+# (InfoConfReader.ALL_EXPORT_VERSION, ExportSummaryScene); older captures get its Python path.
+CPP_EXPORT_PLATFORMS = frozenset({"5", "15", "16"})
+CPP_EXPORT_DRV_VERSION = 0x072211
+
+
+def cpp_export(session: Any) -> bool:
+    """True when msprof would export this capture with its C++ analysis (else its Python path)."""
+    dv = table(session, "devices")
+    if len(dv) == 0:
+        return True
+    plats = {str(v) for v in dv["platform_version"].tolist() if str(v) not in ("", "nan", "None", "<NA>")}
+    drv = pd.to_numeric(dv["drv_version"], errors="coerce").dropna()
+    newest = int(drv.max()) if len(drv) else -1
+    return bool(plats) and plats <= CPP_EXPORT_PLATFORMS and newest >= CPP_EXPORT_DRV_VERSION
+
+
 def op_info(t: pd.DataFrame) -> np.ndarray:
     """Rows msprof has a TaskInfo (compute task) for, per row (bool): a GE op (an op type), or a
     kernel launch (runtime task type KERNEL_* / STARS_COMMON / FFTS_PLUS) of a named op (level0

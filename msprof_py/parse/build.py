@@ -233,6 +233,7 @@ def _devices(host_rd, dev_rds) -> pd.DataFrame:
             "collection_date_begin": str(rd.start_info.get("collectionDateBegin", "")),
             "collection_start_ns": rd.collection_start_ns, "collection_end_ns": rd.collection_end_ns,
             "job_info": str(rd.info.get("jobInfo", "N/A")) if rd.info.get("jobInfo") not in (None, "") else "N/A",
+            "drv_version": _int(rd.info.get("drvVersion"), -1),
             "prof_level": _prof_level(rd.sample),
             "dir_name": rd.name,
         })

@@ -134,6 +134,7 @@ DEVICE_INFO_FIELDS = [
     "collection_date_begin",  # start_info collectionDateBegin text
     "collection_start_ns", "collection_end_ns",  # -1 end when end_info is missing
     "job_info",  # info.json jobInfo ("N/A" if absent)
+    "drv_version",  # info.json drvVersion (-1 if absent): with platform_version, which msprof analysis path applies
     "prof_level",  # sample.json profLevel / prof_level ("l0", "level0", "l1", ...; "" if absent): msprof's
     #               level0 shows N/A op and task types
     "dir_name",  # "host" / "device_N"

@@ -88,7 +88,7 @@ class _State:
             self.names.register_record_types()
         self.pid = pid_for_seed(seed)
         self.thread = self.pid  # the script's main thread
-        self.em = Emitter(hooks, self.clock, self.names, _AllThreads(self.thread))
+        self.em = Emitter(hooks, self.clock, self.names, _AllThreads(self.thread), spec=spec)
         self.rng = np.random.default_rng(seed)
         self.t = 0  # the host thread's clock (sim ns)
         self.inited = False

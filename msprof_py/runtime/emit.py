@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.raw import api_event, stars_soc, task_track, ts_track
+from msprof_py.runtime.device import ATLAS_A2, DeviceSpec
+from msprof_py.runtime.pmu_model import PmuEmitter
 from msprof_py.raw.common import EVENT_FLAG, LEVEL_ACL, LEVEL_RUNTIME, tile_records
 from msprof_py.runtime import records, rts
 from msprof_py.runtime.apis import Names
@@ -31,7 +33,7 @@ MODEL_END_AFTER_NS = 20  # MODEL_END is written one hwts tick after ITER_END / t
 
 class Emitter:
     def __init__(self, hooks: ProfilerHooks, clock: SimClock, names: Names, threads: dict[int, int],
-                 task_id_start: int = 0) -> None:
+                 task_id_start: int = 0, spec: DeviceSpec | None = None) -> None:
         if not 0 <= task_id_start < rts.TASK_ID_SPACE:
             raise ValueError(f"task_id_start must be in [0, 65535], got {task_id_start}")
         self.hooks, self.clock, self.names = hooks, clock, names
@@ -45,6 +47,8 @@ class Emitter:
         self.truth_parts: list[dict] = []
         self.step_parts: list[dict] = []
         self.cats = _Categories()
+        events = getattr(hooks, "pmu_events", None) if self.on else None
+        self.pmu = PmuEmitter(hooks, clock, spec or ATLAS_A2, events) if events else None
 
     # ------------------------------------------------------------------ plain host records
     def add(self, tag: str, aging: bool, recs: np.ndarray) -> None:
@@ -104,6 +108,8 @@ class Emitter:
                 self.step_parts.append(steps)
             if self.on:
                 self._stars(d, st, en, stream, tid[k0:k1], sqe, ffts, ctx)
+                if self.pmu is not None:
+                    self.pmu.block(d, prog, st, en, tid[k0:k1], stream, ctx)
                 self._ts_track(d, steps, kf, start)
                 self._host_iterations(d, prog, k0, k1, idx, h0, speed, tid, bat, kf, task_ts)
                 self.log.flush(self.hooks, self.clock)
@@ -112,6 +118,8 @@ class Emitter:
         """Report what is left; the truth tables."""
         if self.on:
             self.log.flush(self.hooks, self.clock)
+        if self.pmu is not None:
+            self.pmu.finish()
         truth = _truth_frame(self.truth_parts, self.cats)
         steps = pd.DataFrame({c: np.concatenate([p[c] for p in self.step_parts]) if self.step_parts
                               else np.zeros(0, np.int64) for c in STEP_COLUMNS})

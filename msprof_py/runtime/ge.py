@@ -48,7 +48,8 @@ GRAPH_ID_BASE = 1
 
 def op_task_info(op: Op, cost: OpCost) -> TaskInfo:
     host_type, sqe = KERNEL_TYPES[cost.task_type]
-    return TaskInfo(op.name, op.type, cost.task_type, host_type, sqe)
+    dt = op.inputs[0].dtype if op.inputs else (op.outputs[0].dtype if op.outputs else "FLOAT16")
+    return TaskInfo(op.name, op.type, cost.task_type, host_type, sqe, cost, dt)
 
 
 class _Host:

@@ -8,6 +8,7 @@ them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +38,8 @@ class TaskInfo:
     task_type: str  # GE task type (AI_CORE, ..., HCCL, MEMCPY_ASYNC)
     host_task_type: str  # runtime task type (KERNEL_AICORE, MEMCPY_ASYNC, NOTIFY_WAIT ...)
     sqe_type: str  # STARS SQE type (AI_CORE, AIV_SQE, SDMA_SQE ...)
+    cost: Any = None  # the op's OpCost (kernel tasks): the PMU model's input
+    dtype: str = "FLOAT16"  # the op's data type (PMU instruction mix)
 
 
 @dataclass

@@ -109,7 +109,7 @@ class _Run:
         self.dev = list(range(devices)) if device_ids is None else list(device_ids)
         self.threads = [self.pid + 1 + d for d in range(devices)]
         self.plan_comm, self.model_id = plan_comm, model_id
-        self.em = Emitter(hooks, clock, self.names, dict(zip(self.dev, self.threads)), task_id_start)
+        self.em = Emitter(hooks, clock, self.names, dict(zip(self.dev, self.threads)), task_id_start, spec)
         self.rng = np.random.default_rng(seed)
 
     # ------------------------------------------------------------------ setup

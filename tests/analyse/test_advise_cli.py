@@ -45,7 +45,8 @@ def test_tune_ops_file_is_accepted_by_tune(runs) -> None:
     f = runs["slow_kernel"] / OUT / "aoe_tune_ops.json"
     assert load_tune_ops_file(f).names == frozenset({"l2/MatMulV2"})
     doc = json.loads((runs["slow_kernel"] / OUT / "advice.json").read_text())
-    assert [x["rule"] for x in doc["findings"]] == ["aoe_candidates"]
+    # the simulated PMU also shows the element-wise ops as memory-bound (not AOE candidates)
+    assert [x["rule"] for x in doc["findings"] if x["rule"] != "memory_bound"] == ["aoe_candidates"]
 
 
 def test_export_prints_the_performance_summary_report(runs, tmp_path) -> None:

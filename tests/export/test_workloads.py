@@ -42,7 +42,8 @@ def test_op_summary_one_row_per_device_op_task(exported) -> None:
     truth = res.sim.truth
     for dev in res.sim.device_ids:
         header, rows = read_csv(res.prof_dir / OUT / f"op_summary_{dev}.csv")
-        assert header == OP_SUMMARY_HEADER
+        assert header[:len(OP_SUMMARY_HEADER)] == OP_SUMMARY_HEADER  # then the PMU columns
+        assert "aicore_time(us)" in header[len(OP_SUMMARY_HEADER):]
         ops = truth[(truth["device_id"] == dev) & truth["task_type"].isin(OPS)]
         big_ops = int((session.communication["device_id"] == dev).sum())
         assert len(rows) == len(ops) + big_ops
@@ -91,12 +92,20 @@ def test_timeline_device_slices_and_flows(exported) -> None:
         device = [e for e in ev if e["ph"] == "X" and threads.get((e["pid"], e["tid"]), "").startswith(("Stream ", "Group "))
                   and e["name"] in op_names]
         assert len(device) == len(summ)
-        # one HostToDevice flow per launched op: every Node launch whose connection id reached an op task
-        t = session.tasks[(session.tasks["device_id"] == dev) & (session.tasks["op_type"].astype(str) != "N/A")]
+        # one HostToDevice flow per connection id with both halves (msprof's C++ rule): starts at Node
+        # launches, aclrtRecordEvent / aclrtStreamWaitEvent calls and memcpy-issuing calls; ends at
+        # tasks with op info, tasks issued by those event calls, memcpy tasks and HCCL ops
+        tk = session.tasks[(session.tasks["device_id"] == dev) & (session.tasks["start_ns"] >= 0)]
+        api = session.api
+        event_conn = set(api.loc[api["name"].astype(str).isin(["aclrtRecordEvent", "aclrtStreamWaitEvent"]),
+                                 "connection_id"].tolist())
+        memcpy_conn = set(tk.loc[tk["host_task_type"].astype(str) == "MEMCPY_ASYNC", "connection_id"].tolist())
+        t = tk[(tk["op_type"].astype(str) != "N/A") | tk["connection_id"].isin(event_conn | memcpy_conn)]
         launched = set(t["connection_id"].tolist()) | set(
             session.communication.loc[session.communication["device_id"] == dev, "connection_id"].tolist())
-        api = session.api
-        node = api[api["level"].astype(str).isin(["node", "communication", "hccl"]) & api["connection_id"].isin(launched)]
+        src = api["level"].astype(str).isin(["node", "communication", "hccl"]) \
+            | api["connection_id"].isin(event_conn | memcpy_conn)
+        node = api[src & api["connection_id"].isin(launched)]
         starts = [e for e in ev if e["ph"] == "s"]
         ends = [e for e in ev if e["ph"] == "f"]
         assert len(starts) == len(ends) == node["connection_id"].nunique() > 0

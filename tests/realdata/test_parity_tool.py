@@ -38,3 +38,16 @@ def test_a_changed_expected_file_is_reported(tmp_path: Path) -> None:
     r = compare_prof(prof)
     assert r.checks["api_statistic"].cells["Count"] == 1
     assert not any(p.name == "msprof_py_cache" for p in prof.rglob("*")), "the compared dir was written"
+
+
+def test_parse_warnings_reach_the_export_log(tmp_path: Path) -> None:
+    """A real capture's parse warning (an unused raw kind) is in msprof_py_export.log too."""
+    from msprof_py.export import ExportOptions, export
+
+    prof = tmp_path / FIXTURE.name
+    shutil.copytree(FIXTURE, prof)
+    (prof / "device_0" / "data" / "made_up_kind.data.0.slice_0").write_bytes(b"\0" * 64)
+    result = export(prof, ExportOptions())
+    log = (prof / "mindstudio_profiler_log" / "msprof_py_export.log").read_text()
+    parse_msgs = [m for m in result.warnings if "made_up_kind" in m]
+    assert parse_msgs and all(m in log for m in parse_msgs)
