@@ -51,10 +51,27 @@ def match_rows(p: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
 
 
 def sqlite_real_text(values: np.ndarray) -> np.ndarray:
-    """``ROUND(x, 3)`` as SQLite prints a REAL: shortest digits, at least one decimal."""
-    s = np.char.mod("%.3f", np.round(np.asarray(values, np.float64), 3) + 0.0)
+    """``ROUND(x, 3)`` as SQLite prints a REAL: shortest digits, at least one decimal.
+
+    numpy's rounding agrees with SQLite's except next to a tie (x * 1000 within a few ulps of
+    k + 0.5), where the two round the binary value differently; those rare values are rounded
+    by SQLite itself, so the result is SQLite's on every input."""
+    v = np.asarray(values, np.float64)
+    s = np.char.mod("%.3f", np.round(v, 3) + 0.0)
     s = np.char.rstrip(s, "0")
-    return np.where(np.char.endswith(s, "."), np.char.add(s, "0"), s)
+    s = np.where(np.char.endswith(s, "."), np.char.add(s, "0"), s)
+    scaled = v * 1000.0
+    near_tie = np.abs(scaled - np.floor(scaled) - 0.5) <= 16 * np.spacing(np.abs(scaled)) + 1e-9
+    if near_tie.any():
+        s = s.astype(object)
+        con = sqlite3.connect(":memory:")
+        try:
+            for i in np.flatnonzero(near_tie):
+                s[i] = con.execute("SELECT CAST(ROUND(?, 3) AS TEXT)", (float(v[i]),)).fetchone()[0]
+        finally:
+            con.close()
+        s = s.astype(str)
+    return s
 
 
 def op_summary_columns(session: Any, device_id: int, tasks: pd.DataFrame, n_comm: int, order: np.ndarray,
