@@ -117,7 +117,10 @@ def test_next_export_removes_what_a_dead_export_left_and_only_that(tmp_path: Pat
 def test_kill_9_mid_export_then_export_again(tmp_path: Path) -> None:
     """A real SIGKILL while the export writes; the next export leaves no temporary file."""
     prof = shutil.copytree(FIXTURE, tmp_path / FIXTURE.name)
-    proc = subprocess.Popen([sys.executable, "-c", "from msprof_py.cli import main; main()", "export",
+    # the child stops at its first rename, so the kill always lands while a temporary file exists
+    # (polling a free-running export for its temp files raced with the export's own speed)
+    child = "import os, time\nos.replace = lambda *a, **k: time.sleep(600)\nfrom msprof_py.cli import main; main()"
+    proc = subprocess.Popen([sys.executable, "-c", child, "export",
                              "--output", str(prof)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while proc.poll() is None and not _leftovers(prof) and time.monotonic() < deadline:
