@@ -41,8 +41,8 @@ from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CAN
                                            STEP_TRACE_TID_OFFSET, Arg, Counters, Flows, Meta, Slices,
                                            format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
-from msprof_py.export.views import (as_cat, cat_isin, cpp_export, display_names, is_level0, op_info, shown_task_types, shown_tasks,
-                                    task_types)
+from msprof_py.export.views import (as_cat, cat_isin, cpp_export, display_names, is_level0, legacy_layout, npu_label,
+                                    op_info, shown_task_types, shown_tasks, task_types)
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
                "hccl": "Communication", "runtime": "Runtime"}
@@ -159,7 +159,9 @@ def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | N
     key = ("cann", device_id) if api is None else None
     if api is None:
         api = api_of_device(session, device_id)
-    api = api[_i64(api["start_ns"]) > 0] if len(api) else api
+    # msprof's timelines leave out calls that began before profiling (raw begin 0: ApiDataViewModel
+    # "where start > 0"; the C++ analysis drops them when it reads the data)
+    api = api[(_i64(api["start_ns"]) > 0) & ~api["before_profiling"].eq(True).to_numpy()] if len(api) else api
     if len(api) == 0:
         return api
     host_pid = _i64(api["pid"])
@@ -194,7 +196,7 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
         return t
     hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
     stream = _i64(t["stream_id"])
-    _hw_process_meta(tl.meta, hw_pid, device_id)
+    _hw_process_meta(tl.meta, hw_pid, npu_label(session, device_id))
     for s in sorted(pd.unique(stream).tolist()):
         tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
     tl.slices.append(Slices(
@@ -216,7 +218,7 @@ def step_trace_slices(session: Any, device_id: int, meta: Meta) -> list[Slices]:
     if len(st) == 0:
         return []
     hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
-    _hw_process_meta(meta, hw_pid, device_id)
+    _hw_process_meta(meta, hw_pid, npu_label(session, device_id))
     model = _i64(st["model_id"])
     tid = model + STEP_TRACE_TID_OFFSET
     for m in sorted(pd.unique(model).tolist()):
@@ -262,9 +264,9 @@ def step_trace_slices(session: Any, device_id: int, meta: Meta) -> list[Slices]:
     return out
 
 
-def _hw_process_meta(meta: Meta, hw_pid: int, device_id: int) -> None:
+def _hw_process_meta(meta: Meta, hw_pid: int, label: str) -> None:
     if not any(e["pid"] == hw_pid and e["name"] == "process_name" for e in meta.events):
-        meta.process(hw_pid, "Ascend Hardware", f"NPU {device_id}", SORT_ASCEND_HW)
+        meta.process(hw_pid, "Ascend Hardware", label, SORT_ASCEND_HW)
 
 
 def _ts_text(ns: np.ndarray) -> np.ndarray:
@@ -279,7 +281,7 @@ def communication_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFr
     if len(ops) == 0 and len(sub) == 0:
         return ops
     cpid = format_pid(_device_pid(session, device_id), SORT_COMM, device_id)
-    tl.meta.process(cpid, "Communication", f"NPU {device_id}", SORT_COMM)
+    tl.meta.process(cpid, "Communication", npu_label(session, device_id), SORT_COMM)
     groups = sorted(set(ops["group_name"].astype(str)) | set(sub["group_name"].astype(str)))
     planes = {g: sorted(set(_i64(sub.loc[sub["group_name"].astype(str) == g, "plane_id"]).tolist()))
               for g in groups}
@@ -335,7 +337,10 @@ def overlap_layer(session: Any, device_id: int, tasks: pd.DataFrame, comm_ops: p
     Computing = union of the compute tasks (a TaskInfo; not the HCCL ``AicpuKernel`` /
     ``AivKernel`` ones), Communication = union of the HCCL ops, Not Overlapped = Communication minus
     Computing, Free = the gaps of both inside [first, last] executed task that is not a kernel or a
-    profiling marker (extended by Computing / Communication)."""
+    profiling marker (extended by Computing / Communication).  msprof's Python analysis
+    (PipelineOverlapViewer) numbers the threads Computing, Communication, Not Overlapped, Free and
+    writes nothing without Computing and Communication; on a ``legacy_layout`` capture Free is only
+    the gaps between busy sections (no leading / trailing Free, as that msprof wrote it)."""
     if len(tasks) == 0 and len(comm_ops) == 0:
         return
     names = np.asarray(display_names(tasks), dtype=object) if len(tasks) else np.array([], dtype=object)
@@ -348,6 +353,8 @@ def overlap_layer(session: Any, device_id: int, tasks: pd.DataFrame, comm_ops: p
     m_s = _i64(comm_ops["start_ns"]) if len(comm_ops) else np.array([], np.int64)
     communication = intervals.union(m_s, m_s + (_i64(comm_ops["dur_ns"]) if len(comm_ops) else 0))
     not_overlapped = intervals.difference(communication, computing)
+    if not cpp_export(session) and not len(computing[0]) and not len(communication[0]):
+        return  # the Python analysis: "Both task data and hccl data are missing", no process at all
     busy = intervals.union(np.concatenate([computing[0], communication[0]]),
                            np.concatenate([computing[1], communication[1]]))
     ext = tasks[~cat_isin(as_cat(tasks["host_task_type"]), OVERLAP_NO_EXTENT)
@@ -356,13 +363,17 @@ def overlap_layer(session: Any, device_id: int, tasks: pd.DataFrame, comm_ops: p
     hi = [a.max() for a in ((_i64(ext["start_ns"]) + _i64(ext["dur_ns"])) if len(ext) else None, busy[1])
           if a is not None and len(a)]
     free = (np.array([], np.int64), np.array([], np.int64))
+    if legacy_layout(session):  # that msprof's Free: only the gaps between busy sections
+        lo, hi = [busy[0].min()] if len(busy[0]) else [], [busy[1].max()] if len(busy[1]) else []
     if lo and hi and max(hi) > min(lo):
         free = intervals.difference((np.array([min(lo)], np.int64), np.array([max(hi)], np.int64)), busy)
     opid = format_pid(_device_pid(session, device_id), SORT_OVERLAP, device_id)
-    tl.meta.process(opid, "Overlap Analysis", f"NPU {device_id}", SORT_OVERLAP)
-    for tid, (label, iv) in enumerate([("Communication", communication),
-                                       ("Communication(Not Overlapped)", not_overlapped), ("Computing", computing),
-                                       ("Free", free)]):
+    tl.meta.process(opid, "Overlap Analysis", npu_label(session, device_id), SORT_OVERLAP)
+    layers = [("Communication", communication), ("Communication(Not Overlapped)", not_overlapped),
+              ("Computing", computing), ("Free", free)]
+    if not cpp_export(session):  # the Python analysis numbers them by its OverlapType: Computing first
+        layers = [layers[2], layers[0], layers[1], layers[3]]
+    for tid, (label, iv) in enumerate(layers):
         tl.meta.thread(opid, tid, label, tid)
         keep = iv[1] > iv[0]
         if keep.any():
