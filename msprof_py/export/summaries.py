@@ -26,9 +26,9 @@ from msprof_py.export.api_stats import api_stats_frame, host_freq_hz, py_str
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, api_of_device, device_ids, of_device, table
 from msprof_py.export.table_writer import Col, write_table
-from msprof_py.export.views import (as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names, info_types, is_level0,
-                                    legacy_layout, op_info, shown_task_types, shown_tasks, summary_tasks, task_time_tasks,
-                                    task_types)
+from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names,
+                                    info_types, is_level0, legacy_layout, op_info, shown_task_types, shown_tasks,
+                                    summary_tasks, task_time_tasks, task_types)
 
 OP_SUMMARY_HEADER = [
     "Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
@@ -290,8 +290,7 @@ class ApiStatistic:
             if len(api) == 0:
                 return []
         lvl = text(api["level"]).astype(str).to_numpy()
-        name = np.where(np.isin(lvl, ["communication", "hccl"]), text(api["item_id"]).astype(str).to_numpy(),
-                        text(api["name"]).astype(str).to_numpy())
+        name = np.asarray(api_names(api), dtype=object).astype(str)
         ticks = pd.to_numeric(api["dur_ticks"], errors="coerce")
         st = api_stats_frame(lvl, name, i64(api["end_ns"]) - i64(api["start_ns"]), python_path,
                              None if ticks.isna().any() else ticks.to_numpy(np.int64),
