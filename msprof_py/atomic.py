@@ -154,6 +154,27 @@ def write_text(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-
     return Path(path)
 
 
+@contextmanager
+def folders_removed_on_failure(path: str | os.PathLike[str]) -> Iterator[None]:
+    """For a block that creates the folder ``path`` (and missing parents): if the block fails,
+    remove the folders that did not exist before it, deepest first and only while empty (never
+    anything a user or another run put there)."""
+    made = []
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        made.append(p)
+        p = p.parent
+    try:
+        yield
+    except BaseException:
+        for d in made:
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise
+
+
 def scratch_dir(parent: str | os.PathLike[str]) -> Path:
     """A new private scratch directory in ``parent`` named with this process's pid (so
     :func:`clean_dead` can tell whether its owner is still running)."""
