@@ -309,8 +309,8 @@ def _api(con: sqlite3.Connection, session: Any, sid: StringIds) -> None:
     api = table(session, "api")
     if not len(api):
         return
-    lvl = api["level"].astype(object).astype(str)
-    typ = lvl.map(API_TYPES).fillna(0).to_numpy(np.int64)
+    lvl = as_cat(api["level"])  # the level names are few: map the categories, not the rows
+    typ = np.array([API_TYPES.get(str(c), 0) for c in lvl.categories], dtype=np.int64)[np.asarray(lvl.codes)]
     gtid = (_i64(api["pid"]) << 32) | _i64(api["thread_id"])
     _insert_cols(con, "CANN_API", _i64(api["start_ns"]), _i64(api["end_ns"]), typ, gtid,
                  _i64(api["connection_id"]), sid.column(api["name"]))

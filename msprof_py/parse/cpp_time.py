@@ -44,11 +44,11 @@ def _hp_double(whole: np.ndarray, milli: np.ndarray) -> np.ndarray:
     ans = np.zeros(len(whole), dtype=np.float64)
     for k, d in ((-3, milli % 10), (-2, (milli // 10) % 10), (-1, milli // 100)):
         ans = ans + d.astype(np.float64) * (10.0 ** k)
-    top = int(whole.max()) if len(whole) else 0
-    k, p = 0, 1
-    while p <= top:
-        ans = ans + ((whole // p) % 10).astype(np.float64) * (10.0 ** k)
-        k, p = k + 1, p * 10
+    rest, k = whole, 0
+    while len(rest) and rest.max() > 0:
+        rest, d = np.divmod(rest, 10)
+        ans += d * (10.0 ** k)  # int64 * double: the product in doubles, then the sum, as C++
+        k += 1
     return ans
 
 
