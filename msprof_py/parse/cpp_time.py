@@ -52,15 +52,29 @@ def _hp_double(whole: np.ndarray, milli: np.ndarray) -> np.ndarray:
     return ans
 
 
-def _cnt_to_double(cnt: np.ndarray, cnt0: int, mono0_ns: int, mhz: Fraction) -> np.ndarray:
-    """Steps 1-2: msprof's double of monotonic ns for each counter value."""
+def _cnt_to_decimal(cnt: np.ndarray, cnt0: int, mono0_ns: int, mhz: Fraction) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 1-2 up to the exact decimal: (floor ns, thousandths of a ns >= 0) of
+    ``HPFloat(monotonic) ± HPFloat(us) << 3`` for each counter value."""
     diff = np.asarray(cnt, dtype=np.uint64).astype(np.int64) - np.int64(cnt0)
     neg = diff < 0
     us = np.abs(diff).astype(np.float64) / float(mhz)
     whole, frac = _to_string_6(us)
     ps = whole * _MILLION + frac  # the to_string value in 1e-3 ns
     q, r = np.divmod(np.where(neg, -ps, ps), 1000)  # floor division: whole ns q, thousandths r
-    whole_ns = np.int64(mono0_ns) + q
+    return np.int64(mono0_ns) + q, r
+
+
+def point_ns(cnt: np.ndarray, cnt0: int, mono0_ns: int, mhz: Fraction, local_offset_ns: int) -> np.ndarray:
+    """Local ns of counter values msprof converts without the double (the AICORE_FREQ rows:
+    ``GetLocalTime(HPFloat(GetTimeFromSyscnt(...))).Uint64()``, aicore_freq_processor.cpp): the
+    exact decimal of steps 1-2, floored.  int64."""
+    whole_ns, _ = _cnt_to_decimal(cnt, cnt0, mono0_ns, mhz)
+    return whole_ns + np.int64(local_offset_ns)
+
+
+def _cnt_to_double(cnt: np.ndarray, cnt0: int, mono0_ns: int, mhz: Fraction) -> np.ndarray:
+    """Steps 1-2: msprof's double of monotonic ns for each counter value."""
+    whole_ns, r = _cnt_to_decimal(cnt, cnt0, mono0_ns, mhz)
     if (whole_ns < 0).any():  # before monotonic 0: HPFloat works on the magnitude, then negates
         below = whole_ns < 0
         mag_whole = np.where(below, -whole_ns - (r > 0), whole_ns)

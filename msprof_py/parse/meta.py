@@ -101,6 +101,13 @@ class Ticks:
         s = self.to_local_ns(start)
         return s, self.dur_ns(np.asarray(end).astype(np.int64) - np.asarray(start).astype(np.int64))
 
+    def point_ns(self, cnt: np.ndarray) -> np.ndarray:
+        """Local ns of counter values (samples, not tasks): exact floors, or (``cpp``) through
+        msprof's C++ ``%f`` rounding of the µs (:func:`msprof_py.parse.cpp_time.point_ns`)."""
+        if self.cpp:
+            return cpp_time.point_ns(cnt, self.cnt0, self.mono0_ns, self.mhz, self.local_offset_ns)
+        return self.to_local_ns(cnt)
+
     def to_local_ns(self, cnt: np.ndarray) -> np.ndarray:
         """Counter values -> local wall-clock ns (int64), msprof's §2.8 steps 2-4."""
         delta = np.asarray(cnt, dtype=np.uint64).astype(np.int64) - np.int64(self.cnt0)
