@@ -14,6 +14,7 @@ import pandas as pd
 
 from msprof_py.errors import WarningLog
 from msprof_py.parse import schema
+from msprof_py.parse.counters import TABLE_COLUMNS as COUNTER_COLUMNS
 
 COLUMNS: dict[str, list[str]] = {
     "api": schema.API_COLUMNS,
@@ -25,6 +26,7 @@ COLUMNS: dict[str, list[str]] = {
     "fusion_ops": schema.FUSION_OP_COLUMNS,
     "memcpy": schema.MEMCPY_COLUMNS,
     "devices": schema.DEVICE_INFO_FIELDS,
+    **COUNTER_COLUMNS,  # aicpu, dp, l2_cache, msproftx
 }
 NA_ID = 4294967295
 

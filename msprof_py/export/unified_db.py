@@ -29,7 +29,8 @@ from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, device_ids, table
 from msprof_py.export.unified_db_enums import (API_TYPES, CHIP_NAMES, DEFAULT_HOST_UID, ENUM_TABLES, META_DATA,
                                                UNKNOWN_CHIP)
-from msprof_py.export.views import as_cat, ascend_task_types, info_names, info_types, is_level0, op_info
+from msprof_py.export.views import (api_names, as_cat, ascend_task_types, info_names, info_types, is_level0,
+                                    op_info)
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "STRING_IDS": [("id", "INTEGER PRIMARY KEY"), ("value", "TEXT")],
@@ -313,7 +314,7 @@ def _api(con: sqlite3.Connection, session: Any, sid: StringIds) -> None:
     typ = np.array([API_TYPES.get(str(c), 0) for c in lvl.categories], dtype=np.int64)[np.asarray(lvl.codes)]
     gtid = (_i64(api["pid"]) << 32) | _i64(api["thread_id"])
     _insert_cols(con, "CANN_API", _i64(api["start_ns"]), _i64(api["end_ns"]), typ, gtid,
-                 _i64(api["connection_id"]), sid.column(api["name"]))
+                 _i64(api["connection_id"]), sid.column(api_names(api)))
 
 
 def _communication(con: sqlite3.Connection, session: Any, sid: StringIds) -> None:

@@ -19,7 +19,7 @@ from msprof_py.raw.files import FILTER_DIRS, HOST_DIR
 DEVICE_DIR_RE = re.compile(r"^device_(\d+)$")
 MAX_DEVICE_ID = 65535  # real ids are < 64 (64 is msprof's host id); anything huge is a renamed dir
 TABLES = ("api", "tasks", "steps", "all_reduce", "communication", "comm_tasks", "fusion_ops", "memcpy", "devices",
-          "pmu", "aicore_freq")
+          "pmu", "aicore_freq", "aicpu", "dp", "l2_cache", "msproftx")
 
 
 @dataclass
@@ -37,7 +37,9 @@ class Session:
     - ``fusion_ops``, ``memcpy``, ``devices``;
     - ``pmu``: msprof's metric_summary values per device task with PMU data (columns depend on
       the chip and ``aic_metrics``: :mod:`msprof_py.parse.pmu.table`); ``aicore_freq``: AI Core
-      frequency changes (``device_id, timestamp_ns, freq_mhz``; :mod:`msprof_py.parse.pmu.freq`).
+      frequency changes (``device_id, timestamp_ns, freq_mhz``; :mod:`msprof_py.parse.pmu.freq`);
+    - ``aicpu``, ``dp``, ``l2_cache``, ``msproftx``: AI CPU kernel runs, data-preprocess queue
+      events, per-task L2 cache rates and msproftx marks / ranges (:mod:`msprof_py.parse.counters`).
 
     ``profs`` holds one Session per PROF dir (``path`` set) when several were loaded;
     ``warnings`` collects every recoverable problem met while parsing (print once at the end).
@@ -55,16 +57,24 @@ class Session:
     devices: pd.DataFrame
     pmu: pd.DataFrame = field(default_factory=pd.DataFrame)
     aicore_freq: pd.DataFrame = field(default_factory=pd.DataFrame)
+    aicpu: pd.DataFrame = field(default_factory=pd.DataFrame)
+    dp: pd.DataFrame = field(default_factory=pd.DataFrame)
+    l2_cache: pd.DataFrame = field(default_factory=pd.DataFrame)
+    msproftx: pd.DataFrame = field(default_factory=pd.DataFrame)
     warnings: WarningLog = field(default_factory=WarningLog)
     profs: list["Session"] = field(default_factory=list)
     selection: tuple[int, int, int] | None = None  # (model_id, iteration_id, count) after select()
 
     # ------------------------------------------------------------------ queries
-    def model_ids(self) -> list[int]:
-        """Models msprof lets you select: (models with GE op info or HCCL ops) & step-trace models."""
-        ge = set(self.tasks.loc[self.tasks["op_type"] != "N/A", "model_id"].unique().tolist())
-        ge |= set(self.communication["model_id"].unique().tolist())
-        return sorted(m for m in set(self.steps["model_id"].unique().tolist()) & ge if m != INVALID_U32)
+    def model_ids(self, device_id: int | None = None) -> list[int]:
+        """Models msprof lets you select: (models with GE op info or HCCL ops) & step-trace models
+        (of one device when ``device_id`` is given: msprof checks each device dir on its own)."""
+        t, c, st = self.tasks, self.communication, self.steps
+        if device_id is not None:
+            t, c, st = (df[df["device_id"] == device_id] for df in (t, c, st))
+        ge = set(t.loc[t["op_type"] != "N/A", "model_id"].unique().tolist())
+        ge |= set(c["model_id"].unique().tolist())
+        return sorted(m for m in set(st["model_id"].unique().tolist()) & ge if m != INVALID_U32)
 
     def select(self, model_id: int, iteration_id: int, iteration_count: int = 1) -> "Session":
         """Tables restricted to iterations ``iteration_id .. iteration_id+count-1`` of ``model_id``.
@@ -80,6 +90,14 @@ class Session:
         if model_id not in valid:
             raise InvalidParamError(f"The model id {model_id} is invalid. Must select from "
                                     f"{{{', '.join(map(str, valid))}}}. Please enter a valid model id.")
+        # GE numbers models per process, one id per load (ModelManager::GenModelId), so a process
+        # that loads its graph on two devices has model 1 on device 0 and model 2 on device 1;
+        # msprof then refuses model 1 for device_1 rather than export an empty iteration there.
+        for dev in sorted(set(self.steps["device_id"].unique().tolist())):
+            mine = self.model_ids(dev)
+            if model_id not in mine:
+                raise InvalidParamError(f"device_{dev}: The model id {model_id} is invalid. Must select from "
+                                        f"{{{', '.join(map(str, mine))}}}. Please enter a valid model id.")
         ms = self.steps[self.steps["model_id"] == model_id]
         lo, hi = int(ms["index_id"].min()), int(ms["index_id"].max())
         last = iteration_id + iteration_count - 1

@@ -124,3 +124,25 @@ def graph_doc_small_grads(alone: bool) -> dict[str, Any]:
             op["attrs"] = {"allreduce": "alone"}
         doc["ops"].insert(len(doc["ops"]) - 2, op)
     return doc
+
+
+def graph_doc_train_overlapped() -> dict[str, Any]:
+    """The training graph with the weight gradients first, then two long backward ops (fp32
+    products of activations on one core: no weight gradient) and a small bias gradient last:
+    GE's fusion closes the large all-reduce segment after the weight gradients, where it runs
+    beside the long ops, and only the bias's small segment is left after the backward pass."""
+    doc = graph_doc_train()
+    doc["weights"].append({"name": "bias", "shape": [1024]})
+    extra = [{"name": f"grad/proj{k}/MatMulV2", "type": "MatMulV2", "inputs": ["l1/Add:0", "out/Relu:0"],
+              "phase": "bp", "attrs": {"transpose_x1": True, "kernel_choice": {"schedule": "single_core"}},
+              "outputs": [{"name": f"grad/proj{k}:0", "shape": [1024, 1024], "dtype": "FLOAT"}]} for k in range(2)]
+    extra.append({"name": "grad/bias/BiasAddGrad", "type": "BiasAddGrad", "inputs": ["out/Relu:0"], "phase": "bp",
+                  "outputs": [{"name": "grad/bias", "shape": [1024]}]})
+    doc["ops"][len(doc["ops"]) - 2:len(doc["ops"]) - 2] = extra
+    return doc
+
+
+def device_span_ns(session: Any, device_id: int = 0) -> int:
+    """One device's span: first task start .. last task end."""
+    t = session.tasks[(session.tasks["start_ns"] >= 0) & (session.tasks["device_id"] == device_id)]
+    return int((t["start_ns"] + t["dur_ns"]).max() - t["start_ns"].min())
