@@ -36,7 +36,7 @@ from msprof_py.atomic import atomic_open
 from msprof_py.export import intervals
 from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import api_of_device, device_info, of_device, table
+from msprof_py.export.session_access import api_of_device, device_ids, device_info, of_device, table
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
                                            STEP_TRACE_TID_OFFSET, Arg, Counters, Flows, Meta, Slices,
                                            format_pid)
@@ -278,7 +278,13 @@ def step_trace_slices(session: Any, device_id: int, meta: Meta) -> list[Slices]:
     if len(ar):
         ar = ar.sort_values(["model_id", "index_id", "start_ns"], kind="stable")
         a_idx = _i64(ar["index_id"])
-        k = ar.groupby(["model_id", "index_id"], sort=False).cumcount().to_numpy()
+        if cpp_export(session):
+            # msprof's C++ StepTraceAssembler numbers the reduces with one running count over every
+            # device's rows (device 0 first), not per iteration as its Python path does
+            before = sum(len(of_device(table(session, "all_reduce"), d)) for d in device_ids(session) if d < device_id)
+            k = before + np.arange(len(ar))
+        else:
+            k = ar.groupby(["model_id", "index_id"], sort=False).cumcount().to_numpy()
         a_s, a_e = _i64(ar["start_ns"]), _i64(ar["end_ns"])
         name = np.char.add(np.char.add(np.char.add("Reduce_", a_idx.astype(str)), "_"), k.astype(str))
         out.append(Slices(
