@@ -104,6 +104,7 @@ def test_timeline_has_the_msproftx_process(exported: Path) -> None:
     assert len(tx_pid) == 1 and names[tx_pid[0]] == "python3"
     marks = [e for e in events if e.get("ph") == "X" and e["pid"] == tx_pid[0]]
     assert [e["name"] for e in marks] == ["begin", "step 0", "execute", "step 1", "execute"]
+    assert not (exported / "mindstudio_profiler_output" / "msprof_64.json").exists()  # no host "device" file
     assert marks[0]["dur"] == 0 and marks[0]["args"] == {"Category": "0", "Payload_type": 0, "Payload_value": 0,
                                                          "Message_type": 0, "event_type": "marker"}
 
