@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
-from msprof_py.errors import InvalidParamError, WarningLog
+from msprof_py.errors import InvalidParamError, InvalidPathError, WarningLog
 
 MAX_NUMERIC_FLOPS = 20e9  # numpy on a laptop core: about a minute
 
@@ -85,6 +86,9 @@ def run_compare(dump_path: str | None, *, workload: str | None = None, graph_fil
         raise InvalidParamError("--inject and --param need --workload or --graph (they change the numeric run)")
     if graph_file is not None:
         workload = graph_file
+    for side, d in (("NPU", npu_dir), ("CPU", cpu_dir)):  # checked again by compare_dump; here before a run
+        if d is not None and not Path(d).is_dir():
+            raise InvalidPathError(f"{side} data directory {d} does not exist")
     if workload is not None:
         from msprof_py.precision.dump import run_and_dump
         from msprof_py.precision.workloads import load_graph, load_workload
