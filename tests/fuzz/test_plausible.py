@@ -165,3 +165,32 @@ def test_gap_in_slice_numbers(tmp_path: Path) -> None:
     shutil.copyfile(first.with_name("aging.api_event.data.slice_5"), first)  # ... and slice_0 back (a copy)
     msgs = [m for m in _tallies(prof) if "gaps in a stream's slice numbers" in m]
     assert len(msgs) == 1 and "4 found" in msgs[0] and "slice_5 byte 0 (slice_1 .. slice_4 missing)" in msgs[0]
+
+
+def test_kernel_name_missing_from_hash_dic(tmp_path: Path) -> None:
+    # an Ascend C kernel launched directly (no node_basic_info): without hash_dic its op name fell
+    # back to the runtime type (KERNEL_AIVEC) with no word (fuzz campaign of 2026-11-24)
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    (prof / "host/data/unaging.additional.hash_dic.slice_0").unlink()
+    msgs = [m for m in _tallies(prof) if "runtime task records whose kernel name is not in hash_dic" in m]
+    assert len(msgs) == 1 and "aging.compact.task_track.slice_0 byte " in msgs[0]
+
+
+def test_device_tasks_without_any_host_task(tmp_path: Path) -> None:
+    # the host task_track removed: every op name silently became the device task type
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    (prof / "host/data/aging.compact.task_track.slice_0").unlink()
+    msgs = [m for m in load(prof, use_cache=False).warnings if "no host task record for this device" in m]
+    assert len(msgs) == 1 and "device_0: " in msgs[0]
+
+
+@pytest.mark.parametrize("dictionary", ["unaging.additional.hash_dic.slice_0",
+                                        "unaging.additional.type_info_dic.slice_0"])
+def test_dictionary_cut_short(tmp_path: Path, dictionary: str) -> None:
+    # a hash_dic cut inside a name still parsed ("add_kernel" became "add_k"): its .done file says so
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    path = prof / "host/data" / dictionary
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes()[:size - 3])
+    msgs = [m for m in _tallies(prof) if "size differs from their .done file" in m]
+    assert len(msgs) == 1 and f"{dictionary} byte {size - 3} ({size - 3} bytes, .done says {size})" in msgs[0]
