@@ -67,6 +67,7 @@ INFO_KEYS: dict[str, _Check] = {
 }
 DEVICE_INFO_KEYS: dict[str, _Check] = {
     "hwts_frequency": (_mhz, "a frequency in MHz (0 .. 100000]"),
+    "aic_frequency": (_mhz, "a frequency in MHz (0 .. 100000]"),
     "ai_core_num": (lambda v: _int_in(v, 0, 65535), "a core count (0 .. 65535)"),
     "aiv_num": (lambda v: _int_in(v, 0, 65535), "a core count (0 .. 65535)"),
 }

@@ -165,3 +165,22 @@ def test_pmu_rows_on_one_device_only() -> None:
     con = sqlite3.connect(":memory:")
     pmu_export.db_tables(con, session, tasks, [10, 11], lambda name: 5)
     assert con.execute("SELECT globalTaskId, name, value FROM TASK_PMU_INFO").fetchall() == [(10, 5, 0.5)]
+
+
+def test_aic_frequency_past_64_bits(tmp_path: Path) -> None:
+    # was OverflowError @ parse/pmu/freq.py freq_db_rows (100k campaign, case with DeviceInfo
+    # aic_frequency = 2**64 on a collected dir that has lpmInfoConv frequency records)
+    import json
+
+    from msprof_py.collect import collect
+
+    res = collect("single_op", output=tmp_path / "c", seed=2, fixed_clock=True, iterations=1)
+    prof = Path(res.prof_dir)
+    assert list((prof / "device_0" / "data").glob("lpmInfoConv.data.*")), "the run must have frequency records"
+    info = next((prof / "device_0").glob("info.json*"))
+    data = json.loads(info.read_text())
+    data["DeviceInfo"][0]["aic_frequency"] = 2**64
+    info.write_text(json.dumps(data))
+    out = _outcome(prof)
+    assert out.kind == "warning"
+    assert any(info.name in m and "aic_frequency" in m for m in _warnings(prof))
