@@ -42,7 +42,8 @@ from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CAN
                                            format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
 from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0,
-                                    legacy_layout, npu_label, op_info, shown_task_types, shown_tasks, task_types)
+                                    legacy_layout, npu_label, op_info, shown_task_types, shown_tasks, span_durations,
+                                    task_types)
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
                "hccl": "Communication", "runtime": "Runtime"}
@@ -201,7 +202,7 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
         tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
     tl.slices.append(Slices(
         name=display_names(t), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
-        start_ns=_i64(t["start_ns"]), dur_ns=_i64(t["dur_ns"]), label="device task", cache_key=("hw", device_id),
+        start_ns=_i64(t["start_ns"]), dur_ns=span_durations(t), label="device task", cache_key=("hw", device_id),
         args=[Arg("Model Id", "int", _i64(t["model_id"])),
               # msprof's Python path shows the device (SQE) type, its C++ analysis the task type
               Arg("Task Type", "str", shown_task_types(t, is_level0(session)) if cpp_export(session)

@@ -21,6 +21,7 @@ import numpy as np
 import orjson
 
 from msprof_py.errors import DataError, WarningLog
+from msprof_py.parse import cpp_clock, py_clock
 from msprof_py.parse.reader import read_bytes
 from msprof_py.raw import files as raw_files
 from msprof_py.raw.metadata import StartLog, parse_start_log
@@ -89,11 +90,30 @@ class Ticks:
     cnt0: int
     mono0_ns: int
     local_offset_ns: int
+    arith: str = "exact"  # "cpp" / "python": msprof's own arithmetic of that analysis (parse.cpp_clock,
+    #                        parse.py_clock), to the ns it prints
 
     def to_local_ns(self, cnt: np.ndarray) -> np.ndarray:
-        """Counter values -> local wall-clock ns (int64), msprof's §2.8 steps 2-4."""
+        """Counter values -> local wall-clock ns (int64), msprof's §2.8 steps 2-4 (exact, or
+        as msprof's C++ analysis computes them when ``cpp``)."""
+        if self.arith == "cpp" and self.mhz != HOST_DEFAULT_FREQ_MHZ:
+            return cpp_clock.local_ns(cnt, self.cnt0, float(self.mhz), self.mono0_ns, self.local_offset_ns)
         delta = np.asarray(cnt, dtype=np.uint64).astype(np.int64) - np.int64(self.cnt0)
         return self.dur_ns(delta) + np.int64(self.mono0_ns + self.local_offset_ns)
+
+    def task_ns(self, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Device task counters -> (start_ns, dur_ns, span_ns): the shown start, op_summary's
+        duration and task_time's (schema.TASK_COLUMNS).  Exact: start, the tick difference
+        floored (both durations); ``cpp`` / ``python``: the values msprof's C++ / Python
+        analysis prints (:mod:`msprof_py.parse.cpp_clock`, :mod:`msprof_py.parse.py_clock`)."""
+        if self.arith == "cpp":
+            s, e, span = cpp_clock.task_ns(start, end, self.cnt0, float(self.mhz), self.mono0_ns, self.local_offset_ns)
+            return s, e - s, span
+        if self.arith == "python":
+            return py_clock.task_ns(start, end, self.cnt0, float(self.mhz), self.mono0_ns, self.local_offset_ns)
+        s = self.to_local_ns(start)
+        d = self.dur_ns(np.asarray(end, np.uint64).astype(np.int64) - np.asarray(start, np.uint64).astype(np.int64))
+        return s, d, d
 
     def dur_ns(self, ticks: np.ndarray) -> np.ndarray:
         """Tick differences -> ns (floor, exact integer arithmetic)."""

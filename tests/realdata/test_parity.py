@@ -29,7 +29,6 @@ def _known() -> dict[tuple[str, str], str]:
         for n in names:
             k[(n, check)] = reason
 
-    add(("910b_pypto_mul_b1",), "op_summary.pmu", "MIX cube_utilization differs in the last digit (pmu issue)")
     add(ALL_910B, "db", "unified DB row counts differ (ENUM_*, META_DATA, NPU_INFO, COMPUTE_TASK_INFO)")
     add(ALL_910B, "db.task", "TASK / COMPUTE_TASK_INFO task types and names in the unified DB")
     return k
