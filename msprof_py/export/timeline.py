@@ -202,7 +202,10 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
         tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
     tl.slices.append(Slices(
         name=display_names(t), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
-        start_ns=_i64(t["start_ns"]), dur_ns=span_durations(t), label="device task", cache_key=("hw", device_id),
+        # dur: msprof's C++ analysis shows its double duration truncated (span_ns), its Python
+        # path the float duration itself, whose nearest whole ns is op_summary's (dur_ns)
+        start_ns=_i64(t["start_ns"]), dur_ns=span_durations(t) if cpp_export(session) else _i64(t["dur_ns"]),
+        label="device task", cache_key=("hw", device_id),
         args=[Arg("Model Id", "int", _i64(t["model_id"])),
               # msprof's Python path shows the device (SQE) type, its C++ analysis the task type
               Arg("Task Type", "str", shown_task_types(t, is_level0(session)) if cpp_export(session)
