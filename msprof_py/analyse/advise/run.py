@@ -16,6 +16,8 @@ from msprof_py.analyse.advise import findings, pmu, prof_rule, report
 from msprof_py.atomic import write_text
 from msprof_py.errors import InvalidParamError, InvalidPathError, WarningLog
 
+HOST_DEVICE_ID = 64  # msprof's id of the host dir in the devices table
+
 OUTPUT_DIR = "mindstudio_profiler_output"
 TUNE_OPS_FILE = "aoe_tune_ops.json"
 TUNE_RULES = ("aoe_candidates", "low_utilisation", "memory_bound")
@@ -60,7 +62,11 @@ def advise_path(path: str | Path, fmt: str = "text", summary_only: bool = False,
             out.mkdir(exist_ok=True)
         except OSError as err:
             raise InvalidPathError(f'Cannot create "{out}" ({err.strerror or err}).') from None
-        devs = sorted({int(d) for d in session.tasks.loc[session.tasks["start_ns"] >= 0, "device_id"].unique()})
+        # every device dir gets its prof_rule (msprof writes one for a device that ran nothing too:
+        # the 310B capture of fixtures/real/310b_addcmul_nodict), and every device that ran tasks
+        dv = getattr(session, "devices", None)
+        dirs = set() if dv is None or not len(dv) else {int(d) for d in dv["device_id"] if int(d) != HOST_DEVICE_ID}
+        devs = sorted(dirs | {int(d) for d in session.tasks.loc[session.tasks["start_ns"] >= 0, "device_id"].unique()})
         summary = []
         for dev in devs:
             doc = prof_rule.prof_rule(session, dev, found)
