@@ -28,57 +28,76 @@ MICRO = 1_000_000
 
 
 def to_string_micro(q: np.ndarray) -> np.ndarray:
-    """``std::to_string(q)`` (``%f``) of non-negative doubles as integer millionths (exact)."""
+    """``std::to_string(q)`` (``%f``) of non-negative doubles below 2**62 / 1e6 as integer
+    millionths (exact)."""
     q = np.asarray(q, np.float64)
     y = q * 1e6
-    out = np.rint(y).astype(np.int64)
+    fast = np.abs(y) < 2.0**52
+    out = np.rint(np.where(fast, y, 0.0)).astype(np.int64)
     frac = y - np.floor(y)
-    doubtful = (np.abs(frac - 0.5) <= 4 * np.spacing(np.abs(y))) | (np.abs(y) >= 2.0**52)
+    doubtful = ~fast | (np.abs(frac - 0.5) <= 4 * np.spacing(np.abs(y)))
     for i in np.flatnonzero(doubtful):
         out[i] = int(("%.6f" % float(q[i])).replace(".", ""))
     return out
 
 
-def hp_double(milli: np.ndarray) -> np.ndarray:
-    """``HPFloat::Double()`` of decimals held as integer thousandths (3 decimals)."""
-    a = np.asarray(milli, np.int64)
-    neg = a < 0
-    a = np.abs(a)
-    ans = np.zeros(len(a), np.float64)
-    k = -3
-    while len(a) and a.any():
-        ans = ans + (a % 10).astype(np.float64) * _POW10[k]
-        a = a // 10
+def fits(cnt: np.ndarray, cnt0: int, mhz: float) -> bool:
+    """True when every ``|cnt - cnt0| / MHz`` µs has its millionths in int64 (false only for
+    corrupt counters; the caller then converts exactly instead)."""
+    c = np.asarray(cnt, dtype=np.uint64)
+    if not len(c):
+        return True
+    lo, hi = float(c.min()), float(c.max())
+    return max(abs(hi - cnt0), abs(cnt0 - lo)) / mhz * 1e6 < 2.0**62
+
+
+def hp_double(whole: np.ndarray, milli: np.ndarray) -> np.ndarray:
+    """``HPFloat::Double()`` of ``whole + milli / 1000`` (``0 <= milli < 1000``): the digits of
+    the magnitude from the least significant up, ``ans += digit × pow(10, k)``, then the sign."""
+    whole = np.asarray(whole, np.int64)
+    milli = np.asarray(milli, np.int64)
+    neg = whole < 0
+    carry = neg & (milli > 0)
+    mag_w = np.where(neg, -whole - carry, whole)
+    mag_m = np.where(carry, 1000 - milli, milli)
+    ans = np.zeros(len(whole), np.float64)
+    for k in (-3, -2, -1):
+        ans = ans + (mag_m % 10).astype(np.float64) * _POW10[k]
+        mag_m = mag_m // 10
+    k = 0
+    while len(mag_w) and mag_w.any():
+        ans = ans + (mag_w % 10).astype(np.float64) * _POW10[k]
+        mag_w = mag_w // 10
         k += 1
     return np.where(neg, -ans, ans)
 
 
-def mono_milli(cnt: np.ndarray, cnt0: int, mhz: float, mono0_ns: int) -> np.ndarray:
-    """GetTimeFromCnt: ``hostMonotonic ± to_string(|cnt - cnt0| / MHz) << 3`` in thousandths of ns."""
+def mono_parts(cnt: np.ndarray, cnt0: int, mhz: float, mono0_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """GetTimeFromCnt: ``hostMonotonic ± to_string(|cnt - cnt0| / MHz) << 3`` as (whole ns,
+    thousandths of a ns in [0, 1000))."""
     delta = np.asarray(cnt, dtype=np.uint64).astype(np.int64) - np.int64(cnt0)
     r = to_string_micro(np.abs(delta).astype(np.float64) / mhz)
-    return np.int64(mono0_ns) * 1000 + np.where(delta >= 0, r, -r)
+    r = np.where(delta >= 0, r, -r)
+    return np.int64(mono0_ns) + r // 1000, r % 1000
 
 
 def local_ns(cnt: np.ndarray, cnt0: int, mhz: float, mono0_ns: int, offset_ns: int) -> np.ndarray:
     """A host API time: the decimal monotonic time + offset, truncated to whole ns."""
-    return np.floor_divide(mono_milli(cnt, cnt0, mhz, mono0_ns), 1000) + np.int64(offset_ns)
+    return mono_parts(cnt, cnt0, mhz, mono0_ns)[0] + np.int64(offset_ns)
 
 
 def _split(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A double as (whole part, ``std::to_string`` millionths of its fraction), the fraction's
-    rounding carried into the whole part."""
+    """A double as (whole part, ``std::to_string`` millionths of its fraction)."""
     whole = np.floor(d)
-    f6 = to_string_micro(d - whole)
-    return whole.astype(np.int64), f6
+    return whole.astype(np.int64), to_string_micro(d - whole)
 
 
 def task_ns(start_cnt: np.ndarray, end_cnt: np.ndarray, cnt0: int, mhz: float, mono0_ns: int,
             offset_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Device task times: (start_ns, end_ns, span_ns); ``end - start`` is op_summary's duration,
     ``span`` (the double end - start, truncated) task_time's and the timeline's."""
-    ds = hp_double(mono_milli(start_cnt, cnt0, mhz, mono0_ns))
-    de = hp_double(mono_milli(end_cnt, cnt0, mhz, mono0_ns))
+    ds = hp_double(*mono_parts(start_cnt, cnt0, mhz, mono0_ns))
+    de = hp_double(*mono_parts(end_cnt, cnt0, mhz, mono0_ns))
     dur = de - ds
     i, f6 = _split(ds)
     j, g6 = _split(dur)

@@ -96,7 +96,7 @@ class Ticks:
     def to_local_ns(self, cnt: np.ndarray) -> np.ndarray:
         """Counter values -> local wall-clock ns (int64), msprof's §2.8 steps 2-4 (exact, or
         as msprof's C++ analysis computes them when ``cpp``)."""
-        if self.arith == "cpp" and self.mhz != HOST_DEFAULT_FREQ_MHZ:
+        if self.arith == "cpp" and self.mhz != HOST_DEFAULT_FREQ_MHZ and cpp_clock.fits(cnt, self.cnt0, float(self.mhz)):
             return cpp_clock.local_ns(cnt, self.cnt0, float(self.mhz), self.mono0_ns, self.local_offset_ns)
         delta = np.asarray(cnt, dtype=np.uint64).astype(np.int64) - np.int64(self.cnt0)
         return self.dur_ns(delta) + np.int64(self.mono0_ns + self.local_offset_ns)
@@ -106,10 +106,12 @@ class Ticks:
         duration and task_time's (schema.TASK_COLUMNS).  Exact: start, the tick difference
         floored (both durations); ``cpp`` / ``python``: the values msprof's C++ / Python
         analysis prints (:mod:`msprof_py.parse.cpp_clock`, :mod:`msprof_py.parse.py_clock`)."""
-        if self.arith == "cpp":
+        both = np.concatenate([np.asarray(start, np.uint64), np.asarray(end, np.uint64)])
+        sane = cpp_clock.fits(both, self.cnt0, float(self.mhz))  # corrupt counters: exact arithmetic
+        if self.arith == "cpp" and sane:
             s, e, span = cpp_clock.task_ns(start, end, self.cnt0, float(self.mhz), self.mono0_ns, self.local_offset_ns)
             return s, e - s, span
-        if self.arith == "python":
+        if self.arith == "python" and sane:
             return py_clock.task_ns(start, end, self.cnt0, float(self.mhz), self.mono0_ns, self.local_offset_ns)
         s = self.to_local_ns(start)
         d = self.dur_ns(np.asarray(end, np.uint64).astype(np.int64) - np.asarray(start, np.uint64).astype(np.int64))

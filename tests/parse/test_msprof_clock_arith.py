@@ -65,9 +65,10 @@ def test_cpp_api_times(c: int) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, 10**17))
+@given(st.integers(-10**17, 10**20))
 def test_hp_double(milli: int) -> None:
-    assert cpp_clock.hp_double(np.array([milli], np.int64))[0] == hp_double_ref(milli)
+    assert cpp_clock.hp_double(np.array([milli // 1000], np.int64), np.array([milli % 1000], np.int64))[0] == \
+        hp_double_ref(milli)
 
 
 @settings(max_examples=300, deadline=None)
@@ -97,3 +98,13 @@ def py_ref(s: int, e: int) -> tuple[int, int, int]:
 def test_python_task_times(s: int, d: int) -> None:
     got = py_clock.task_ns(np.array([s], np.uint64), np.array([s + d], np.uint64), PY_CNT0, PY_MHZ, PY_MONO0, PY_OFFSET)
     assert tuple(int(x[0]) for x in got) == py_ref(s, s + d)
+
+
+def test_long_uptime_and_corrupt_counters() -> None:
+    """A host up for a year (monotonic 3e16 ns: x1000 would pass int64) converts; a counter of
+    2**63 - 1 (corrupt dev_start.log) falls back to exact arithmetic without a warning."""
+    mono = 31_536_000 * 10**9
+    start, end, span = cpp_clock.task_ns(np.array([CNT0 + 1000], np.uint64), np.array([CNT0 + 2000], np.uint64),
+                                         CNT0, 50.0, mono, 0)
+    assert (int(start[0]), int(end[0]), int(span[0])) == (mono + 20_000, mono + 40_000, 20_000)
+    assert not cpp_clock.fits(np.array([2**63 - 1], np.uint64), 0, 50.0)
