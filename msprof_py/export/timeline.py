@@ -447,7 +447,7 @@ def flow_ids(conn: np.ndarray) -> np.ndarray:
 
 def build_timeline(session: Any, device_id: int, ctx: ExportContext) -> Timeline:
     tl = Timeline()
-    if ctx.layer_on("msproftx"):
+    if ctx.layer_on("msproftx") and device_id != counter_export.HOST_DEVICE_ID:  # host-only: msprof_tx.json
         tl.slices += counter_export.tx_layer(session, tl.meta)
     api = cann_layer(session, device_id, tl) if ctx.layer_on("cann") else table(session, "api").iloc[:0]
     tasks = hardware_layer(session, device_id, tl) if ctx.layer_on("ascend") else shown_tasks(session, device_id).iloc[:0]
