@@ -29,7 +29,7 @@ from msprof_py.export.session_access import NA_ID, api_of_device, device_ids, of
 from msprof_py.export.table_writer import Col, write_table
 from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names,
                                     info_types, is_level0, legacy_layout, op_info, shown_task_types, shown_tasks,
-                                    summary_tasks, task_time_tasks, task_types)
+                                    span_durations, summary_tasks, task_time_tasks, task_types)
 from msprof_py.export.wait_time import cpp_wait_texts
 
 OP_SUMMARY_HEADER = [
@@ -333,10 +333,13 @@ class TaskTime:
             kern = cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]),
                              as_cat(np.full(len(t), "N/A", dtype=object)), as_cat(t["op_name"]))
             kind = ascend_task_types(t)
-        start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
+        start, span = i64(t["start_ns"]), span_durations(t)
+        # the stop: the C++ analysis shows its end (start + op_summary's duration), the Python path
+        # its printed stop (start + task_time's duration)
+        stop = start + (i64(t["dur_ns"]) if cpp_export(session) else span)
         cols = [Col.ints(np.full(len(t), dev)), Col.text(kern),
                 Col.text(kind), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
-                Col.us(dur), Col.us(start, stamp=True), Col.us(start + dur, stamp=True)]
+                Col.us(span), Col.us(start, stamp=True), Col.us(stop, stamp=True)]
         return [write_table(stem(out_dir, naming, self.name), TASK_TIME_HEADER, cols, naming.summary_format)]
 
 

@@ -42,7 +42,8 @@ from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CAN
                                            format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
 from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0,
-                                    legacy_layout, npu_label, op_info, shown_task_types, shown_tasks, task_types)
+                                    legacy_layout, npu_label, op_info, shown_task_types, shown_tasks, span_durations,
+                                    task_types)
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
                "hccl": "Communication", "runtime": "Runtime"}
@@ -208,7 +209,10 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
         ptid = _i64(part["stream_id"])
         tl.slices.append(Slices(
             name=display_names(part), pid=np.full(len(part), hw_pid, np.int64), tid=ptid,
-            start_ns=_i64(part["start_ns"]), dur_ns=_i64(part["dur_ns"]), label="device task",
+            # dur: msprof's C++ analysis shows its double duration truncated (span_ns), its Python
+            # path the float duration itself, whose nearest whole ns is op_summary's (dur_ns)
+            start_ns=_i64(part["start_ns"]), dur_ns=span_durations(part) if cpp else _i64(part["dur_ns"]),
+            label="device task",
             cache_key=("hw", device_id) if not extra else ("hw.memcpy", device_id),
             args=[Arg("Model Id", "int", _i64(part["model_id"])),
                   # msprof's Python path shows the device (SQE) type, its C++ analysis the task type

@@ -234,6 +234,15 @@ def summary_tasks(session: Any, device_id: int) -> pd.DataFrame:
     return t[~cat_isin(task_types(t), SUMMARY_DROPPED_TYPES) & op_info(t)]
 
 
+def span_durations(t: pd.DataFrame) -> np.ndarray:
+    """The duration task_time and the timeline show (``span_ns``; ``dur_ns`` where a table has
+    no span), int64 ns."""
+    span = pd.to_numeric(t["span_ns"], errors="coerce") if "span_ns" in t else None
+    if span is None or span.isna().any():
+        return pd.to_numeric(t["dur_ns"], errors="coerce").fillna(-1).to_numpy(np.int64)
+    return span.to_numpy(np.int64)
+
+
 def display_names(t: pd.DataFrame) -> pd.Categorical:
     """Timeline name (AscendHardwareAssembler::GetOpName): the TaskInfo op name; else the host
     task type; else (FFTS_PLUS / no host task) the device task type."""

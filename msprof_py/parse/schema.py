@@ -49,7 +49,10 @@ TASK_COLUMNS = [
     "stream_id", "task_id",  # physical ids (stars expandStatus 0 decoding); task_id is 16-bit
     "batch_id",  # task-id wrap count from flip records (msprof's FlipCalculator), both sides
     "context_id",  # FFTS+/MIX context (sub-task) id; 4294967295 for the whole task (ACSQ log)
-    "start_ns", "dur_ns",  # -1 for host-only rows
+    "start_ns", "dur_ns",  # -1 for host-only rows; dur_ns: op_summary's duration (msprof's C++: the
+    #                        shown end - start; its Python path: the float duration rounded)
+    "span_ns",  # task_time's duration (and the C++ timeline's): equal to dur_ns or one ns apart, as
+    #             each msprof analysis computes them (parse.cpp_time, parse.py_clock); -1 host-only
     "op_name",  # msprof's display name: the TaskInfo op name (the op; for a kernel launched without a
     #             Node-level op, its kernel name), else the host task type (the device type for
     #             FFTS_PLUS/UNKNOWN host types, e.g. device-only rows)

@@ -16,6 +16,8 @@ from msprof_py.analyse.advise import findings, pmu, prof_rule, report
 from msprof_py.atomic import write_text
 from msprof_py.errors import InvalidParamError, InvalidPathError, WarningLog
 
+HOST_DEVICE_ID = 64  # msprof's id of the host dir in the devices table
+
 OUTPUT_DIR = "mindstudio_profiler_output"
 TUNE_OPS_FILE = "aoe_tune_ops.json"
 TUNE_RULES = ("aoe_candidates", "low_utilisation", "memory_bound")
