@@ -22,14 +22,15 @@ from msprof_py.export.table_writer import Col
 from msprof_py.export.trace_events import Counters, Meta, format_pid
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import CUBE_BASE, KEY_COLS
+from msprof_py.parse.session import Session
 
 JOIN = ["stream_id", "task_id", "context_id", "start_ns"]
 SORT_AICORE_FREQ_AFTER_HW = 1  # msprof puts "AI Core Freq" right after "Ascend Hardware"
 
 
-def _pmu(session: Any, device_id: int | None = None) -> pd.DataFrame:
-    p = getattr(session, "pmu", None)
-    if p is None or not len(p) or len(p.columns) <= len(KEY_COLS):
+def _pmu(session: Session, device_id: int | None = None) -> pd.DataFrame:
+    p = session.pmu
+    if not len(p) or len(p.columns) <= len(KEY_COLS):
         return pd.DataFrame(columns=KEY_COLS)
     if device_id is not None:
         p = p[p["device_id"].to_numpy(np.int64) == device_id]
@@ -74,7 +75,7 @@ def sqlite_real_text(values: np.ndarray) -> np.ndarray:
     return s
 
 
-def op_summary_columns(session: Any, device_id: int, tasks: pd.DataFrame, n_comm: int, order: np.ndarray,
+def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_comm: int, order: np.ndarray,
                        dur_ns: np.ndarray) -> tuple[list[str], list[Col]]:
     """PMU headers and columns for op_summary.  ``tasks``: the op rows (before the comm rows);
     ``order``: the row order of [tasks, comm]; ``dur_ns``: durations in that final order."""
@@ -153,7 +154,7 @@ DB_TABLES = {
 }
 
 
-def db_tables(con: sqlite3.Connection, session: Any, tasks: pd.DataFrame | None, gid: np.ndarray | None,
+def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None,
               string_id: Any) -> None:
     """Create and fill TASK_PMU_INFO (one row per TASK row with PMU data and metric, value as
     msprof stores it: unrounded, the metric_summary name without ``_extra``) and AICORE_FREQ."""
@@ -176,8 +177,8 @@ def db_tables(con: sqlite3.Connection, session: Any, tasks: pd.DataFrame | None,
             flat = vals.to_numpy(dtype=object).reshape(-1)
             con.executemany("INSERT INTO TASK_PMU_INFO VALUES (?,?,?)",
                             zip(g.tolist(), name_col.tolist(), [_sql_num(v) for v in flat]))
-    f = getattr(session, "aicore_freq", None)
-    if f is not None and len(f):
+    f = session.aicore_freq
+    if len(f):
         _create(con, "AICORE_FREQ")
         con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)",
                         zip(f["device_id"].to_numpy(np.int64).tolist(), f["timestamp_ns"].to_numpy(np.int64).tolist(),
@@ -195,10 +196,10 @@ def _create(con: sqlite3.Connection, name: str) -> None:
 
 
 # -- timeline ---------------------------------------------------------------------------------
-def freq_counters(session: Any, device_id: int, meta: Meta, host_pid: int, hw_sort: int) -> list[Counters]:
+def freq_counters(session: Session, device_id: int, meta: Meta, host_pid: int, hw_sort: int) -> list[Counters]:
     """The "AI Core Freq" counter process of one device (msprof: ``{"MHz": f}`` per change)."""
-    f = getattr(session, "aicore_freq", None)
-    if f is None or not len(f):
+    f = session.aicore_freq
+    if not len(f):
         return []
     f = f[f["device_id"].to_numpy(np.int64) == device_id]
     if not len(f):

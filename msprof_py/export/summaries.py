@@ -23,10 +23,11 @@ from pandas.api.types import union_categoricals
 
 from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import NA_ID, api_of_device, device_ids, of_device, table
+from msprof_py.export.session_access import NA_ID, api_of_device, device_ids, of_device
 from msprof_py.export.table_writer import Col, write_table
 from msprof_py.export.views import (as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names, info_types, is_level0, shown_task_types,
                                     shown_tasks, summary_tasks, task_time_tasks, task_types)
+from msprof_py.parse.session import Session
 
 OP_SUMMARY_HEADER = [
     "Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
@@ -110,10 +111,10 @@ class OpSummary:
     per_device = True
     describe = "AI Core / AI CPU / communication op details per task"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         t = summary_tasks(session, dev)
-        comm = of_device(table(session, "communication"), dev)
+        comm = of_device(session.communication, dev)
         n_t, n_c = len(t), len(comm)
         if n_t + n_c == 0:
             return []
@@ -170,7 +171,7 @@ class OpStatistic:
     per_device = True
     describe = "count and time per (OP Type, Core Type)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         t = summary_tasks(session, dev)
         if len(t) == 0:
@@ -201,9 +202,9 @@ class StepTraceSummary:
     per_device = True
     describe = "iteration trace: FP/BP, iteration time, refresh, data augmentation bound, reduces"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        st = of_device(table(session, "steps"), dev)
+        st = of_device(session.steps, dev)
         if len(st) == 0:
             return []
         st = st.sort_values(["model_id", "index_id"], kind="stable")
@@ -217,7 +218,7 @@ class StepTraceSummary:
                 Col.us(end, stamp=True), Col.us(end - start),
                 Col.us(bp - fp, na_mask=no_fp | no_bp), Col.us(end - bp, na_mask=no_bp),
                 Col.us(aug, na_mask=aug < 0), Col.ints(st["model_id"])]
-        ar = of_device(table(session, "all_reduce"), dev)
+        ar = of_device(session.all_reduce, dev)
         if len(ar):
             ar = ar.sort_values(["model_id", "index_id", "start_ns"], kind="stable").copy()
             ar["k"] = ar.groupby(["model_id", "index_id"], observed=True).cumcount()
@@ -271,8 +272,8 @@ class ApiStatistic:
     per_device = False
     describe = "host API calls per level and name: total, count, avg, min, max, variance"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        api = table(session, "api")
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        api = session.api
         if len(api) == 0:
             return []
         python_path = not cpp_export(session)
@@ -296,7 +297,7 @@ class TaskTime:
     per_device = True
     describe = "Task Scheduler: every device task with its kernel, stream, start and stop"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         t = task_time_tasks(session, dev)
         if len(t) == 0:
@@ -326,9 +327,9 @@ class CommunicationStatistic:
     per_device = True
     describe = "HCCL ops per OP Type: count, time, ratio"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        c = of_device(table(session, "communication"), dev)
+        c = of_device(session.communication, dev)
         if len(c) == 0:
             return []
         df = pd.DataFrame({"op_type": text(c["op_type"]).astype(str).to_numpy(), "dur_ns": i64(c["dur_ns"])})
@@ -350,14 +351,10 @@ class FusionOp:
     per_device = False
     describe = "fused ops of each model with their original ops and memory"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        f = table(session, "fusion_ops")
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        f = session.fusion_ops
         if len(f) == 0:
             return []
-        if naming.model_id is not None:
-            f = f[i64(f["model_id"]) == naming.model_id]
-            if len(f) == 0:
-                return []
         n = len(f)
         mem = [Col.text(dbl(pd.to_numeric(f[c], errors="coerce").fillna(0)), number=True)
                for c in ("memory_input_kb", "memory_output_kb", "memory_weight_kb", "memory_workspace_kb",
@@ -375,7 +372,7 @@ class RuntimeApi:
     per_device = True
     describe = "Runtime API calls of this device's host threads: time share, count, avg/min/max"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         api = api_of_device(session, dev)
         api = api[text(api["level"]).astype(str).to_numpy() == "runtime"] if len(api) else api
@@ -404,7 +401,7 @@ class AiStackTime:
     per_device = True
     describe = "time per software component: AscendCL, GE, Runtime (host calls) and Task Scheduler (device tasks)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         api = api_of_device(session, dev)
         t = shown_tasks(session, dev)
@@ -433,10 +430,10 @@ class AiStackTime:
         return [write_table(stem(out_dir, naming, self.name), AI_STACK_HEADER, cols, naming.summary_format)]
 
 
-def dynamic_launches(session: Any, device_id: int) -> pd.DataFrame:
+def dynamic_launches(session: Session, device_id: int) -> pd.DataFrame:
     """Node-level launches of this device whose device task ran a dynamic-shape op."""
     api = api_of_device(session, device_id)
-    t = of_device(table(session, "tasks"), device_id)
+    t = of_device(session.tasks, device_id)
     if len(api) == 0 or len(t) == 0:
         return api.iloc[:0]
     dyn = t[text(t["op_state"]).astype(str).to_numpy() == "dynamic"]
@@ -460,7 +457,7 @@ class GeOpExecute:
     per_device = True
     describe = "launch of each dynamic-shape op (only when the model has dynamic-shape ops)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         node = dynamic_launches(session, dev)
         if len(node) == 0:

@@ -22,8 +22,9 @@ import pandas as pd
 from msprof_py.atomic import temp_path
 from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import device_ids, device_info, table
+from msprof_py.export.session_access import device_ids, device_info
 from msprof_py.export.views import shown_tasks, task_types
+from msprof_py.parse.session import Session
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "STRING_IDS": [("id", "INTEGER"), ("value", "TEXT")],
@@ -145,7 +146,7 @@ def _strip_quotes(values: Any) -> Any:
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
 
 
-def write_db(session: Any, path: Path) -> Path:
+def write_db(session: Session, path: Path) -> Path:
     """Write the unified DB to ``path`` atomically (temporary file in the same dir, then rename)."""
     with temp_path(path) as tmp:
         con = sqlite3.connect(tmp)
@@ -180,7 +181,7 @@ def _insert_cols(con: sqlite3.Connection, name: str, *cols: np.ndarray) -> None:
         _insert(con, name, zip(*[c[lo:lo + INSERT_CHUNK].tolist() for c in cols]))
 
 
-def _fill(con: sqlite3.Connection, session: Any) -> None:
+def _fill(con: sqlite3.Connection, session: Session) -> None:
     sid = StringIds()
     devs = device_ids(session)
     # TASK + COMPUTE_TASK_INFO
@@ -211,14 +212,14 @@ def _fill(con: sqlite3.Connection, session: Any) -> None:
     # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
     pmu_export.db_tables(con, session, t, gid if t is not None else None, sid.one)
     # CANN_API
-    api = table(session, "api")
+    api = session.api
     if len(api):
         lvl = api["level"].astype(object).astype(str)
         typ = lvl.map(API_TYPES).fillna(0).to_numpy(np.int64)
         gtid = (_i64(api["pid"]) << 32) | _i64(api["thread_id"])
         _insert_cols(con, "CANN_API", _i64(api["start_ns"]), _i64(api["end_ns"]), typ, gtid,
                      _i64(api["connection_id"]), sid.column(api["name"]))
-    comm = table(session, "communication")
+    comm = session.communication
     if len(comm):
         s = _i64(comm["start_ns"])
         n = len(comm)
@@ -229,7 +230,7 @@ def _fill(con: sqlite3.Connection, session: Any) -> None:
             np.zeros(n, np.int64), sid.column(comm["data_type"]), sid.column(comm["alg_type"]),
             _i64(comm["count"]), sid.column(comm["op_type"]), _i64(comm["device_id"]), _i64(comm["rank_size"]))
     _insert(con, "ENUM_API_TYPE", ENUM_API_TYPE)
-    dv = table(session, "devices")
+    dv = session.devices
     if len(dv):
         starts = _i64(dv["collection_start_ns"])
         ends = _i64(dv["collection_end_ns"])
@@ -251,9 +252,9 @@ class UnifiedDb:
     per_device = False
     describe = "unified SQLite database (STRING_IDS, TASK, CANN_API, COMPUTE_TASK_INFO, META_DATA, ...)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         """``out_dir`` is the PROF directory (msprof keeps the DB at its root)."""
-        if not device_ids(session) and len(table(session, "api")) == 0:
+        if not device_ids(session) and len(session.api) == 0:
             return []
         return [write_db(session, out_dir / f"msprof_{naming.timestamp or '0'}.db")]
 

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.export.session_access import NA_ID, of_device, table
+from msprof_py.export.session_access import NA_ID, of_device
+from msprof_py.parse.session import Session
 
 # op_summary drops these task types (msprof C++ OpSummaryAssembler)
 SUMMARY_DROPPED_TYPES = frozenset({"WRITE_BACK", "INVALID", "HCCL_AI_CPU", "COMMUNICATION"})
@@ -47,14 +48,14 @@ def cat_isin(c: pd.Categorical, values: Any) -> np.ndarray:
     return np.isin(np.asarray(c.categories, dtype=object), list(values))[c.codes]
 
 
-def shown_tasks(session: Any, device_id: int) -> pd.DataFrame:
+def shown_tasks(session: Session, device_id: int) -> pd.DataFrame:
     """Executed device tasks of one device, ordered by start time.
 
     Host-only rows (``match == "host_only"``, start -1) have no device time and are left out.
     When FFTS+ subtask rows (context_id != 4294967295) exist for a task, its parent row is
     hidden, as msprof's timeline does.
     """
-    t = of_device(table(session, "tasks"), device_id)
+    t = of_device(session.tasks, device_id)
     if len(t) == 0:
         return t
     t = t[t["start_ns"].to_numpy(dtype=np.int64) >= 0]
@@ -76,9 +77,9 @@ NO_HOST_TYPE = ["FFTS_PLUS", "UNKNOWN"]
 KERNEL_COMPUTE_WHITE_LIST = frozenset(RTS_TO_GE)
 
 
-def is_level0(session: Any) -> bool:
+def is_level0(session: Session) -> bool:
     """msprof's level0 (sample.json profLevel l0 / prof_level level0): op and task types are N/A."""
-    dv = table(session, "devices")
+    dv = session.devices
     if len(dv) == 0:
         return False
     levels = {str(v) for v in dv["prof_level"].tolist() if isinstance(v, str)}
@@ -92,9 +93,9 @@ CPP_EXPORT_PLATFORMS = frozenset({"5", "15", "16"})
 CPP_EXPORT_DRV_VERSION = 0x072211
 
 
-def cpp_export(session: Any) -> bool:
+def cpp_export(session: Session) -> bool:
     """True when msprof would export this capture with its C++ analysis (else its Python path)."""
-    dv = table(session, "devices")
+    dv = session.devices
     if len(dv) == 0:
         return True
     plats = {str(v) for v in dv["platform_version"].tolist() if str(v) not in ("", "nan", "None", "<NA>")}
@@ -160,11 +161,11 @@ def shown_task_types(t: pd.DataFrame, level0: bool) -> pd.Categorical:
     return cat_where(use_info, info_tt, ascend_task_types(t))
 
 
-def task_time_tasks(session: Any, device_id: int) -> pd.DataFrame:
+def task_time_tasks(session: Session, device_id: int) -> pd.DataFrame:
     """task_time's rows (msprof's FilterAscendTaskData): every executed task; where several rows
     share (stream, task, batch) and a context 0 row comes before any other sub-task (a MIX
     kernel), only the context 0 rows.  Ordered by start time."""
-    t = of_device(table(session, "tasks"), device_id)
+    t = of_device(session.tasks, device_id)
     if len(t) == 0:
         return t
     t = t[t["start_ns"].to_numpy(dtype=np.int64) >= 0]
@@ -183,7 +184,7 @@ def task_time_tasks(session: Any, device_id: int) -> pd.DataFrame:
     return t[~in_mix | (ctx == 0)]
 
 
-def summary_tasks(session: Any, device_id: int) -> pd.DataFrame:
+def summary_tasks(session: Session, device_id: int) -> pd.DataFrame:
     """The task rows of op_summary: :func:`shown_tasks` that have a TaskInfo (:func:`op_info`),
     minus WRITE_BACK/INVALID/HCCL task types (msprof's OpSummaryAssembler).  Tasks without one
     (memcpy, events, PROFILING_ENABLE...) are in task_time and the timeline only."""

@@ -53,8 +53,8 @@ class Session:
     fusion_ops: pd.DataFrame
     memcpy: pd.DataFrame
     devices: pd.DataFrame
-    pmu: pd.DataFrame = field(default_factory=pd.DataFrame)
-    aicore_freq: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pmu: pd.DataFrame = field(default_factory=lambda: schema.empty("pmu"))
+    aicore_freq: pd.DataFrame = field(default_factory=lambda: schema.empty("aicore_freq"))
     warnings: WarningLog = field(default_factory=WarningLog)
     profs: list["Session"] = field(default_factory=list)
     selection: tuple[int, int, int] | None = None  # (model_id, iteration_id, count) after select()
@@ -119,6 +119,7 @@ class Session:
                                        & self.all_reduce["index_id"].between(iteration_id, last)].reset_index(drop=True),
             communication=self.communication[in_window(self.communication, "start_ns")].reset_index(drop=True),
             comm_tasks=self.comm_tasks[in_window(self.comm_tasks, "start_ns")].reset_index(drop=True),
+            fusion_ops=self.fusion_ops[self.fusion_ops["model_id"].to_numpy() == model_id].reset_index(drop=True),
             profs=[],
             selection=(model_id, iteration_id, iteration_count),
         )
@@ -126,6 +127,21 @@ class Session:
 
     def table(self, name: str) -> pd.DataFrame:
         return getattr(self, name)
+
+    def __post_init__(self) -> None:
+        for name in TABLES:
+            schema.check(name, getattr(self, name))
+
+    @classmethod
+    def from_tables(cls, path: Path | None = None, warnings: WarningLog | None = None,
+                    **tables: pd.DataFrame | None) -> "Session":
+        """A session made directly from tables (tests, benchmarks, other tools): a table not given
+        is :func:`schema.empty`; a given one must have every documented column (ValueError)."""
+        unknown = sorted(set(tables) - set(TABLES))
+        if unknown:
+            raise ValueError(f"unknown session tables {unknown}")
+        full = {name: schema.empty(name) if tables.get(name) is None else tables[name] for name in TABLES}
+        return cls(path=path if path is not None else Path("."), warnings=warnings or WarningLog(), **full)
 
 
 # ---------------------------------------------------------------------- discovery
