@@ -165,6 +165,8 @@ def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | N
         for d in np.unique(tasks["device_id"].to_numpy(np.int64)):
             sel = tasks["device_id"].to_numpy(np.int64) == d
             pd_ = p[p["device_id"].to_numpy(np.int64) == d]
+            if not len(pd_):
+                continue  # no PMU rows on this device (its ffts_profile is missing or empty)
             got = match_rows(pd_, tasks[sel])
             rows_idx[sel] = np.where(got >= 0, pd_.index.to_numpy()[np.maximum(got, 0)], -1)
         hit = np.flatnonzero(rows_idx >= 0)

@@ -25,7 +25,7 @@ from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, api_of_device, device_ids, of_device
 from msprof_py.export.table_writer import Col, write_table
-from msprof_py.export.views import (as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names, info_types, is_level0, shown_task_types,
+from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names, info_types, is_level0, shown_task_types,
                                     shown_tasks, summary_tasks, task_time_tasks, task_types)
 from msprof_py.parse.session import Session
 
@@ -245,8 +245,7 @@ def api_stats_frame(api: pd.DataFrame, python_path: bool = False) -> pd.DataFram
     population variance; its Python path (ApiStatisticViewer): from the µs values with the mean
     rounded to 3 decimals, each squared deviation rounded to 3, their mean rounded to 3."""
     lvl = text(api["level"]).astype(str).to_numpy()
-    name = np.where(np.isin(lvl, ["communication", "hccl"]), text(api["item_id"]).astype(str).to_numpy(),
-                    text(api["name"]).astype(str).to_numpy())
+    name = np.asarray(api_names(api), dtype=object).astype(str)
     df = pd.DataFrame({"level": lvl, "name": name, "dur_ns": i64(api["end_ns"]) - i64(api["start_ns"])})
     g = df.groupby(["name", "level"], sort=True)["dur_ns"]
     st = g.agg(count="count", total="sum", min="min", max="max").reset_index()

@@ -41,7 +41,7 @@ from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CAN
                                            STEP_TRACE_TID_OFFSET, Arg, Counters, Flows, Meta, Slices,
                                            format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
-from msprof_py.export.views import (as_cat, cat_isin, cpp_export, display_names, is_level0, op_info, shown_task_types, shown_tasks,
+from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0, op_info, shown_task_types, shown_tasks,
                                     task_types)
 from msprof_py.parse.session import Session
 
@@ -167,7 +167,7 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
     fpid = (host_pid << 10) | (SORT_CANN << 5) | HOST_DEVICE
     tid = _i64(api["thread_id"])
     # "{Level}@{name}" per distinct (level, name) pair, not per row
-    lvl, nm = as_cat(api["level"]), as_cat(api["name"])
+    lvl, nm = as_cat(api["level"]), api_names(api)
     pair, first = pd.factorize(lvl.codes.astype(np.int64) * len(nm.categories) + nm.codes)
     lvl_c, nm_c = np.divmod(first.to_numpy() if hasattr(first, "to_numpy") else np.asarray(first),
                             len(nm.categories))
@@ -183,7 +183,7 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
         name=names, pid=fpid, tid=tid, start_ns=_i64(api["start_ns"]),
         dur_ns=_i64(api["end_ns"]) - _i64(api["start_ns"]), label="CANN API", cache_key=key,
         args=[Arg("Thread Id", "int", tid), Arg("Mode", "str", api["struct_type"]),
-              Arg("level", "str", api["level"]), Arg("id", "str", api["name"]),
+              Arg("level", "str", api["level"]), Arg("id", "str", api_ids(api)),
               Arg("item_id", "str", api["item_id"]), Arg("connection_id", "int", _i64(api["connection_id"]))]))
     return api
 

@@ -23,8 +23,8 @@ from msprof_py.atomic import temp_path
 from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import device_ids, device_info
-from msprof_py.export.views import shown_tasks, task_types
 from msprof_py.parse.session import Session
+from msprof_py.export.views import api_names, shown_tasks, task_types
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "STRING_IDS": [("id", "INTEGER"), ("value", "TEXT")],
@@ -218,7 +218,7 @@ def _fill(con: sqlite3.Connection, session: Session) -> None:
         typ = lvl.map(API_TYPES).fillna(0).to_numpy(np.int64)
         gtid = (_i64(api["pid"]) << 32) | _i64(api["thread_id"])
         _insert_cols(con, "CANN_API", _i64(api["start_ns"]), _i64(api["end_ns"]), typ, gtid,
-                     _i64(api["connection_id"]), sid.column(api["name"]))
+                     _i64(api["connection_id"]), sid.column(api_names(api)))
     comm = session.communication
     if len(comm):
         s = _i64(comm["start_ns"])

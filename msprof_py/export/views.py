@@ -48,6 +48,28 @@ def cat_isin(c: pd.Categorical, values: Any) -> np.ndarray:
     return np.isin(np.asarray(c.categories, dtype=object), list(values))[c.codes]
 
 
+HCCL_LEVELS = ("communication", "hccl")
+
+
+def api_names(api: pd.DataFrame) -> pd.Categorical:
+    """The name msprof shows for each API row (timeline ``{Level}@{name}``, api_statistic, the db's
+    CANN_API): the HCCL-level op's item id (``hcom_allReduce__673_0_1``; its type is only
+    ``master``), the API name otherwise (msprof C++ ApiProcessor::FormatData, its Python path too)."""
+    name = as_cat(api["name"])
+    hccl = cat_isin(as_cat(api["level"]), HCCL_LEVELS)
+    if not hccl.any():
+        return name
+    return cat_where(~hccl, name, as_cat(api["item_id"])).remove_unused_categories()
+
+
+def api_ids(api: pd.DataFrame) -> pd.Categorical:
+    """The timeline's ``id`` arg: the API name for AscendCL calls, ``0`` for every other level
+    (msprof C++ ApiEventDBDumper, its Python path too)."""
+    lvl = as_cat(api["level"])
+    zero = pd.Categorical.from_codes(np.zeros(len(api), np.int64), categories=pd.Index(["0"], dtype=object))
+    return cat_where(cat_isin(lvl, ["acl"]), as_cat(api["name"]), zero)
+
+
 def shown_tasks(session: Session, device_id: int) -> pd.DataFrame:
     """Executed device tasks of one device, ordered by start time.
 

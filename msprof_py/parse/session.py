@@ -60,11 +60,15 @@ class Session:
     selection: tuple[int, int, int] | None = None  # (model_id, iteration_id, count) after select()
 
     # ------------------------------------------------------------------ queries
-    def model_ids(self) -> list[int]:
-        """Models msprof lets you select: (models with GE op info or HCCL ops) & step-trace models."""
-        ge = set(self.tasks.loc[self.tasks["op_type"] != "N/A", "model_id"].unique().tolist())
-        ge |= set(self.communication["model_id"].unique().tolist())
-        return sorted(m for m in set(self.steps["model_id"].unique().tolist()) & ge if m != INVALID_U32)
+    def model_ids(self, device_id: int | None = None) -> list[int]:
+        """Models msprof lets you select: (models with GE op info or HCCL ops) & step-trace models
+        (of one device when ``device_id`` is given: msprof checks each device dir on its own)."""
+        t, c, st = self.tasks, self.communication, self.steps
+        if device_id is not None:
+            t, c, st = (df[df["device_id"] == device_id] for df in (t, c, st))
+        ge = set(t.loc[t["op_type"] != "N/A", "model_id"].unique().tolist())
+        ge |= set(c["model_id"].unique().tolist())
+        return sorted(m for m in set(st["model_id"].unique().tolist()) & ge if m != INVALID_U32)
 
     def select(self, model_id: int, iteration_id: int, iteration_count: int = 1) -> "Session":
         """Tables restricted to iterations ``iteration_id .. iteration_id+count-1`` of ``model_id``.
@@ -80,6 +84,14 @@ class Session:
         if model_id not in valid:
             raise InvalidParamError(f"The model id {model_id} is invalid. Must select from "
                                     f"{{{', '.join(map(str, valid))}}}. Please enter a valid model id.")
+        # GE numbers models per process, one id per load (ModelManager::GenModelId), so a process
+        # that loads its graph on two devices has model 1 on device 0 and model 2 on device 1;
+        # msprof then refuses model 1 for device_1 rather than export an empty iteration there.
+        for dev in sorted(set(self.steps["device_id"].unique().tolist())):
+            mine = self.model_ids(dev)
+            if model_id not in mine:
+                raise InvalidParamError(f"device_{dev}: The model id {model_id} is invalid. Must select from "
+                                        f"{{{', '.join(map(str, mine))}}}. Please enter a valid model id.")
         ms = self.steps[self.steps["model_id"] == model_id]
         lo, hi = int(ms["index_id"].min()), int(ms["index_id"].max())
         last = iteration_id + iteration_count - 1

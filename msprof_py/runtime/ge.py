@@ -178,7 +178,9 @@ def build_static(wl: Workload, device_id: int, devices: int, thread: int, t0: in
                  plan_comm: Callable[[list[Op]], "Plan"] | None = None) -> tuple[Program, list, int]:
     """The static-model program for one device, its load-time host records and the load end (ns).
 
-    ``model_id`` defaults to ``1 + device_id``; model streams are numbered from ``first_model_stream``.
+    ``model_id`` defaults to ``1 + device_id``: GE gives every model load of a process the next id of
+    one process-wide counter from 1 (``ModelManager::GenModelId``), and the devices load in order;
+    model streams are numbered from ``first_model_stream``.
     ``plan_comm`` (cluster runs, :mod:`msprof_py.runtime.cluster`): builds the model's node plan with
     its collectives from the body ops, instead of the data-parallel gradient all-reduce.
     """

@@ -3,9 +3,10 @@
 | outcome   | meaning                                                                       |
 |-----------|-------------------------------------------------------------------------------|
 | "error"   | an ``MsprofError`` whose message is one line (what a user should get)          |
-| "warning" | load + export succeeded with at least one warning                             |
-| "silent"  | load + export succeeded without a word; ``changed`` says whether the decoded  |
-|           | tables differ from the unmutated seed's (a silent wrong answer)               |
+| "warning" | load + export succeeded with at least one warning the unmutated seed does not |
+|           | give (``known``: the seed's own warnings, see :func:`run_case`)               |
+| "silent"  | load + export succeeded without a new word; ``changed`` says whether the      |
+|           | decoded tables differ from the unmutated seed's (a silent wrong answer)       |
 | "crash"   | anything else: another exception, a multi-line MsprofError, or a Python       |
 |           | warning raised from msprof_py, or any RuntimeWarning (numpy's invalid casts)  |
 
@@ -31,6 +32,7 @@ class Outcome:
     message: str = ""  # the error / first warning / traceback
     where: str = ""  # crash site: "Exception @ file:line" of the innermost msprof_py frame
     digest: str = ""  # tables' digest on success
+    warnings: tuple[str, ...] = ()  # every warning on success, the case's path replaced by <PROF>
 
     def changed(self, baseline: str) -> bool:
         return bool(self.digest) and self.digest != baseline
@@ -55,8 +57,16 @@ def crash_site(err: BaseException) -> str:
     return f"{type(err).__name__} @ {where}"
 
 
-def run_case(prof: Path, export: bool = True) -> Outcome:
-    """Load ``prof`` (no cache) and export it (text: timelines, summaries, db) into ``prof``."""
+def run_case(prof: Path, export: bool = True, known: frozenset[str] = frozenset(),
+             always_digest: bool = True) -> Outcome:
+    """Load ``prof`` (no cache) and export it (text: timelines, summaries, db) into ``prof``.
+
+    ``known``: the unmutated seed's own warnings (``Outcome.warnings`` of its run).  A case that
+    only repeats them is "silent": a seed that warns by itself (a real capture with an unused
+    raw kind, say) must not make every mutation of it look noticed.  ``always_digest=False``:
+    the tables' digest only for a silent case (the only one compared with its seed's; it costs
+    ~5% of a case).
+    """
     from msprof_py.errors import MsprofError
     from msprof_py.export.runner import ExportOptions, export as run_export
     from msprof_py.parse.session import find_prof_dirs, load
@@ -82,7 +92,15 @@ def run_case(prof: Path, export: bool = True) -> Outcome:
         return Outcome("error", text)
     except Exception as err:  # noqa: BLE001 - classifying every failure is the point
         return Outcome("crash", "".join(traceback.format_exception(err)), crash_site(err))
-    return Outcome("warning" if msgs else "silent", msgs[0] if msgs else "", digest=digest(session))
+    shown = tuple(_normalised(m, prof) for m in msgs)
+    new = [m for m in shown if m not in known]
+    return Outcome("warning" if new else "silent", new[0] if new else "",
+                   digest=digest(session) if always_digest or not new else "", warnings=shown)
+
+
+def _normalised(message: str, prof: Path) -> str:
+    """The warning without the case's scratch path (so a seed's warnings compare across copies)."""
+    return message.replace(str(prof.resolve()), "<PROF>").replace(str(prof), "<PROF>")
 
 
 def fresh_copy(seed: Path, dest: Path) -> Path:

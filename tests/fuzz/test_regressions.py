@@ -145,3 +145,23 @@ def test_hash_dic_key_past_64_bits(prof: Path) -> None:
     dic = prof / "host/data/unaging.additional.hash_dic.slice_0"
     dic.write_bytes(dic.read_bytes() + b"\n99999999999999999999999:Conv2D\n")
     _outcome(prof)
+
+
+def test_pmu_rows_on_one_device_only() -> None:
+    # was IndexError @ export/pmu_export.py db_tables (fuzz campaign on main dd5ab27: the
+    # resnet50 2-device collector run with device_1's lpmInfoConv .done emptied and
+    # device_0/sample.json renamed): a device with tasks but no PMU rows
+    import sqlite3
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from msprof_py.export import pmu_export
+
+    key = {"stream_id": [1], "task_id": [7], "context_id": [0], "start_ns": [1000]}
+    session = SimpleNamespace(pmu=pd.DataFrame({"device_id": [0], **key, "aic_mac_ratio": [0.5]}),
+                              aicore_freq=None)
+    tasks = pd.DataFrame({"device_id": [0, 1], **{k: v * 2 for k, v in key.items()}})
+    con = sqlite3.connect(":memory:")
+    pmu_export.db_tables(con, session, tasks, [10, 11], lambda name: 5)
+    assert con.execute("SELECT globalTaskId, name, value FROM TASK_PMU_INFO").fetchall() == [(10, 5, 0.5)]

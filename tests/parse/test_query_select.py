@@ -99,8 +99,9 @@ def test_select_model_and_iteration_windows(tmp_path: Path) -> None:
     assert (dev.loc[dev["device_id"] == 0, "start_ns"] <= st.loc[2, "step_end_ns"]).all()
     two = s.select(1, 2, iteration_count=2)
     assert sorted(two.tasks.loc[two.tasks["device_id"] == 1, "index_id"]) == [2, 3]
-    m2 = s.select(2, 1)
-    assert set(m2.tasks["op_name"]) == {"add0"}
+    # model 2 runs on device 0 only: msprof checks the model per device dir and refuses it for device_1
+    with pytest.raises(InvalidParamError, match=r"^device_1: The model id 2 is invalid\. Must select from \{1\}\."):
+        s.select(2, 1)
 
 
 def test_select_errors_use_msprof_messages(tmp_path: Path) -> None:
@@ -111,8 +112,8 @@ def test_select_errors_use_msprof_messages(tmp_path: Path) -> None:
     with pytest.raises(StepTraceError, match=r"^The exported iteration 5 is invalid for model id 1\. "
                                               r"Please enter a valid iteration within 1-4\.$"):
         s.select(1, 5)
-    with pytest.raises(StepTraceError, match=r"iteration 3-4 is invalid for model id 2\. .* within 1-2\.$"):
-        s.select(2, 3, iteration_count=2)
+    with pytest.raises(StepTraceError, match=r"iteration 4-5 is invalid for model id 1\. .* within 1-4\.$"):
+        s.select(1, 4, iteration_count=2)
 
 
 def test_query_without_host_data_falls_back_to_iterations_with_device_tasks(tmp_path: Path) -> None:
