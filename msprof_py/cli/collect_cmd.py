@@ -30,6 +30,8 @@ from msprof_py.cli import print_warnings, run_guarded
               help="NPUs per node (HCCS inside a node, RoCE between nodes)")
 @click.option("--tp", type=click.IntRange(min=1), default=None,
               help="tensor-parallel size (default: ranks per node for llm_decoder, else 1)")
+@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="pipeline-parallel stages (llm_decoder: its layers split over the stages)")
 @click.option("--slow-rank", multiple=True, metavar="R=FACTOR", help="rank R computes FACTOR times slower")
 @click.option("--slow-link", multiple=True, metavar="A-B=FACTOR", help="link A-B runs at FACTOR of its bandwidth")
 @click.option("--straggler-host", multiple=True, metavar="NODE=FACTOR",
@@ -39,7 +41,7 @@ from msprof_py.cli import print_warnings, run_guarded
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def collect(workload: str | None, graph_file: str | None, iterations: int, devices: int, batch_size: int | None,
             output: str | None, seed: int, fixed_clock: bool, options: str | None, slice_size: int | None,
-            tune_bank: str | None, ranks: int | None, ranks_per_node: int, tp: int | None,
+            tune_bank: str | None, ranks: int | None, ranks_per_node: int, tp: int | None, pp: int,
             slow_rank: tuple[str, ...], slow_link: tuple[str, ...], straggler_host: tuple[str, ...],
             clock_offset: tuple[str, ...], clock_drift: tuple[str, ...], command: tuple[str, ...]) -> None:
     """Profile the simulated NPU and write one PROF_* directory.
@@ -62,7 +64,7 @@ def collect(workload: str | None, graph_file: str | None, iterations: int, devic
         from msprof_py.collect.cluster import ClusterRequest, run_collect_cluster
 
         req = ClusterRequest(request, ranks, ranks_per_node, tp, slow_rank, slow_link, straggler_host,
-                             clock_offset, clock_drift)
+                             clock_offset, clock_drift, pp)
         result = run_guarded(lambda: run_collect_cluster(req, warnings))
     elif tune_bank is not None:
         from msprof_py.aoe.cli_support import run_collect_tuned

@@ -1,7 +1,8 @@
 """Slow ranks, slow links and straggler hosts, each with its evidence.
 
 - **Slow rank**: a rank whose compute (sum of its compute tasks' durations per iteration) is more
-  than :data:`SLOW_RANK_RATIO` times the median rank's.  Evidence: the ratio, and the time the
+  than :data:`SLOW_RANK_RATIO` times the median rank's of its pipeline stage (stages run
+  different layers; without pipeline parallelism all ranks are one stage).  Evidence: the ratio, and the time the
   other members of its communicators spend waiting (Notify_Wait) against ranks outside them.
 - **Slow link**: a rank pair whose transfers (transit tasks: size / duration, both directions)
   reach less than :data:`SLOW_LINK_RATIO` of the median pair of the same kind (RDMA, HCCS, ...);
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.cluster.combine import ClusterData
+from msprof_py.cluster.outputs import stage_groups
 
 SLOW_RANK_RATIO = 1.10
 SLOW_LINK_RATIO = 0.80
@@ -51,16 +53,17 @@ def slow_ranks(data: ClusterData) -> list[Finding]:
     if s.empty or s["rank_id"].nunique() < 2:
         return []
     per_rank = s.groupby("rank_id")["compute_busy_ns"].mean()
-    med = float(per_rank.median())
-    if med <= 0:
-        return []
+    stage = {r: i for i, members in enumerate(stage_groups(data)) for r in members}
+    medians = per_rank.groupby(per_rank.index.map(lambda r: stage.get(int(r), -1))).transform("median")
     out = []
     for rank, v in per_rank.items():
-        ratio = float(v) / med
+        med = float(medians[rank])
+        ratio = float(v) / med if med > 0 else 1.0
         if ratio <= SLOW_RANK_RATIO:
             continue
         out.append(Finding("slow_rank", f"rank {int(rank)}", ratio,
-                           f"compute {v / 1e6:.3f} ms per iteration = {ratio:.2f}x the median rank "
+                           f"compute {v / 1e6:.3f} ms per iteration = {ratio:.2f}x the median rank"
+                           f"{' of its pipeline stage' if len(set(stage.values())) > 1 else ''} "
                            f"({med / 1e6:.3f} ms){_wait_evidence(data, int(rank))}"))
     return out
 

@@ -2,8 +2,8 @@
 
 **Clock alignment.**  Every host has its own wall clock (an offset of milliseconds and a drift of
 a few ppm are normal).  A collective ends at the same instant on every member (the last notify
-wait returns when the peers' records arrive), so the ends of the collectives that span hosts are
-the anchors: for a host ``h`` against an already aligned host ``g`` sharing collectives, the
+wait returns when the peers' records arrive), and so do a send and its receive, so the ends of
+the collectives (and pipeline send / receive pairs) that span hosts are the anchors: for a host ``h`` against an already aligned host ``g`` sharing collectives, the
 differences ``end_h - end_g`` over all shared executions are fitted with ``a + b * end_g`` (least
 squares: offset ``a``, drift ``b``); hosts are aligned outward from the host of the lowest rank
 (breadth first over the hosts that share communicators).  A host sharing no collective with the
@@ -36,7 +36,7 @@ import pandas as pd
 
 from msprof_py.atomic import write_bytes, write_text
 from msprof_py.cluster.combine import ClusterData
-from msprof_py.cluster.outputs import OUTPUT_DIR
+from msprof_py.cluster.outputs import OUTPUT_DIR, _is_p2p
 
 MAX_EVENTS = 1_000_000
 
@@ -53,7 +53,7 @@ def fit_clocks(data: ClusterData) -> pd.DataFrame:
     ref = str(data.ranks.sort_values("rank_id")["host"].iloc[0])
     fits: dict[str, tuple[float, float, float, int, float]] = {ref: (0.0, 0.0, 0.0, 0, 0.0)}
     if not ops.empty and len(hosts) > 1:
-        ends = ops.assign(end=ops["start_ns"] + ops["elapse_ns"])
+        ends = _pair_p2p(data, ops.assign(end=ops["start_ns"] + ops["elapse_ns"]))
         # one end per (execution, host): the collective ends together on every member
         per = ends.groupby(["group_name", "op_name", "step", "host"], sort=True)["end"].median().unstack("host")
         queue = deque([ref])
@@ -82,6 +82,22 @@ def fit_clocks(data: ClusterData) -> pd.DataFrame:
              "max_residual_ns": fits[h][4] if h in fits else float("nan"), "aligned": h in fits,
              "reference": h == ref} for h in hosts]
     return pd.DataFrame(rows)
+
+
+def _pair_p2p(data: ClusterData, ends: pd.DataFrame) -> pd.DataFrame:
+    """A send ends with its receive (both wait for the copy), but the two have different names: in a
+    point-to-point group of two ranks (a pipeline of two stages) the k-th op to end in a step on one
+    rank is the partner of the k-th on the other, so both get the name ``p2p#k``.  Bigger p2p
+    groups (each rank talks to two neighbours) give no anchors."""
+    pairs = [g for g, m in data.groups.items() if len(m) == 2 and _is_p2p(data, g)]
+    sel = ends["group_name"].isin(pairs).to_numpy()
+    if not sel.any():
+        return ends
+    sub = ends[sel]
+    k = sub.groupby(["group_name", "step", "rank_id"])["end"].rank(method="first").astype(np.int64)
+    out = ends.copy()
+    out.loc[sel, "op_name"] = "p2p#" + k.astype(str)
+    return out
 
 
 def to_reference(local_ns: np.ndarray, offset_ns: float, drift_ppm: float, center_ns: float = 0.0) -> np.ndarray:

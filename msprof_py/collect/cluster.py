@@ -76,7 +76,7 @@ def default_clock_faults(nodes: int, seed: int, offsets: dict[int, float], drift
 
 
 def collect_cluster(target: Any, *, output: str | os.PathLike[str], ranks: int, ranks_per_node: int = 8,
-                    tp: int | None = None, iterations: int = 1, seed: int = 0, fixed_clock: bool = False,
+                    tp: int | None = None, pp: int = 1, iterations: int = 1, seed: int = 0, fixed_clock: bool = False,
                     options: str | Mapping[str, Any] | ProfilingOptions | None = None,
                     slow_ranks: dict[int, float] | None = None, slow_links: dict[tuple[int, int], float] | None = None,
                     straggler_hosts: dict[int, float] | None = None, clock_offset_us: dict[int, float] | None = None,
@@ -85,7 +85,8 @@ def collect_cluster(target: Any, *, output: str | os.PathLike[str], ranks: int, 
                     keep_truth: bool = False) -> ClusterCollectResult:
     """Run ``target`` as a cluster job of ``ranks`` ranks and write one PROF dir per rank in ``output``.
 
-    ``tp`` (tensor-parallel size) defaults to ``ranks_per_node`` for llm_decoder, 1 otherwise.
+    ``tp`` (tensor-parallel size) defaults to ``ranks_per_node`` for llm_decoder, 1 otherwise;
+    ``pp`` pipeline stages (llm_decoder: the layers split over the stages).
     """
     from msprof_py.runtime.cluster import Faults, Topology, node_clocks, run_cluster
     from msprof_py.runtime.sim import resolve
@@ -97,7 +98,7 @@ def collect_cluster(target: Any, *, output: str | os.PathLike[str], ranks: int, 
     wl = resolve(target)
     if tp is None:
         tp = ranks_per_node if (wl.name == "llm_decoder" and not wl.training) else 1
-    topo = Topology(ranks, ranks_per_node, tp)
+    topo = Topology(ranks, ranks_per_node, tp, pp)
     offsets, drifts = default_clock_faults(topo.nodes, seed, clock_offset_us or {}, clock_drift_ppm or {})
     faults = Faults(slow_ranks or {}, slow_links or {}, straggler_hosts or {}, offsets, drifts)
     base = SimClock.create(spec.host_cpu_frequency_mhz, spec.hwts_frequency_mhz, fixed_clock)
@@ -150,6 +151,7 @@ class ClusterRequest:
     straggler_host: tuple[str, ...] = ()
     clock_offset: tuple[str, ...] = ()
     clock_drift: tuple[str, ...] = ()
+    pp: int = 1
 
 
 def run_collect_cluster(req: ClusterRequest, warnings: WarningLog) -> ClusterCollectResult:
@@ -162,7 +164,7 @@ def run_collect_cluster(req: ClusterRequest, warnings: WarningLog) -> ClusterCol
     target, opts, output = model_target(base, warnings, "--ranks")
     with output_folder(Path(output)):  # a failure leaves no folder behind
         return collect_cluster(
-            target, output=output, ranks=req.ranks, ranks_per_node=min(req.ranks_per_node, req.ranks), tp=req.tp,
+            target, output=output, ranks=req.ranks, ranks_per_node=min(req.ranks_per_node, req.ranks), tp=req.tp, pp=req.pp,
             iterations=base.iterations, seed=base.seed, fixed_clock=base.fixed_clock, options=opts,
             slow_ranks=parse_factors(req.slow_rank, "--slow-rank"),
             slow_links=parse_factors(req.slow_link, "--slow-link", pair=True),

@@ -15,7 +15,7 @@ import numpy as np
 from msprof_py.collect.options import ProfilingOptions
 from msprof_py.collect.slices import SliceStream, write_whole
 from msprof_py.errors import WarningLog
-from msprof_py.raw import ffts_profile, lpm_info
+from msprof_py.raw import aicpu, ffts_profile, l2_cache, lpm_info, msproftx
 from msprof_py.raw import (api_event, common, context_id_info, files, fusion_op_info, graph_id_map, hash_dic,
                            hccl_info, hccl_op_info, memcpy_info, node_basic_info, stars_soc, task_track,
                            tensor_info, ts_track)
@@ -27,6 +27,9 @@ _LAYOUTS: dict[str, tuple[np.dtype, ...]] = {
                                      tensor_info)
 }
 _LAYOUTS[ffts_profile.FILE_TAG] = (ffts_profile.DTYPE,)
+_LAYOUTS[aicpu.FILE_TAG] = (aicpu.NODE_DTYPE, aicpu.DP_DTYPE)
+_LAYOUTS[l2_cache.FILE_TAG] = (l2_cache.DTYPE,)
+_LAYOUTS[msproftx.FILE_TAG] = (msproftx.DTYPE,)
 _LAYOUTS[lpm_info.FILE_TAG] = _LAYOUTS[lpm_info.FREQ_FILE_TAG] = (lpm_info.DTYPE,)
 _LAYOUTS[ts_track.FILE_TAG] = (ts_track.STEP_TRACE_DTYPE, ts_track.TASK_TYPE_DTYPE, ts_track.TASK_FLIP_DTYPE,
                                ts_track.PREFIX_DTYPE)
@@ -71,6 +74,8 @@ class CollectorHooks:
         self.record_counts: dict[str, int] = {}  # "host:aging.compact.task_track" -> records written
         self._streams: dict[tuple, SliceStream] = {}
         self.pmu_events = _pmu_events(options)  # what the simulated PMU counts (sample.json's lists)
+        # the device records the runtime writes only when asked (msprof_py.runtime.counters_model)
+        self.device_counters = frozenset(k for k in ("aicpu", "l2") if getattr(options, k) == "on")
         self._off_levels = np.array([lv for lv, sw in _API_LEVEL_SWITCH.items() if not options.on(sw)],
                                     dtype=np.uint16)
         (root / files.HOST_DIR / "data").mkdir(parents=True, exist_ok=True)
@@ -133,6 +138,8 @@ class CollectorHooks:
             return records if opts.on("task_time") else None
         if tag in _HCCL_HOST_TAGS:
             return records if opts.on("hccl") else None
+        if tag == msproftx.FILE_TAG:
+            return records if opts.msproftx == "on" else None
         return records
 
     def _filter_device(self, tag: str, records: np.ndarray) -> np.ndarray | None:
@@ -146,6 +153,10 @@ class CollectorHooks:
             is_step = func == ts_track.FUNC_STEP_TRACE
             keep = is_step if opts.on("training_trace") else (~is_step if opts.on("task_time") else None)
             return None if keep is None else _select(records, keep)
+        if tag == aicpu.FILE_TAG:
+            return records if opts.aicpu == "on" else None
+        if tag == l2_cache.FILE_TAG:
+            return records if opts.l2 == "on" else None
         return records
 
     # -- end of collection ------------------------------------------------------------------

@@ -15,12 +15,14 @@ Switch -> what gets written (everything defaults to "on"):
 | model_execution         | host api_event records of level model (15000)                       |
 | runtime_api             | host api_event records of level runtime (5000)                      |
 | hccl                    | level communication (5500) api/events, hccl_info, hccl_op_info      |
+| aicpu (default off)     | device aicpu.data: AI CPU kernel runs and data-preprocess dequeues  |
+| l2 (default off)        | device l2_cache.data: per-task L2 request / hit / victim counters   |
+| msproftx (default off)  | host additional.msproftx: ``acl.prof`` marks and ranges of a script |
 
 ``aic_metrics`` is validated and recorded in sample.json (msprof_py.collect.sample_json says
 which switch lands in which key); ``fp_point`` / ``bp_point`` (op names) move the FP / BP
-step-trace tags to those ops' start / end (a warning when the op is not in the run); the
-simulator has no PMU counters, so
-``aic_metrics`` does not add data.  Unknown keys are warnings;
+step-trace tags to those ops' start / end (a warning when the op is not in the run);
+``aic_metrics`` picks the events the simulated PMU counts.  Unknown keys are warnings;
 a bad value or malformed JSON is an :class:`~msprof_py.errors.InvalidParamError` naming the key
 or the line/column.
 """
@@ -39,8 +41,10 @@ AIC_METRICS = ("PipeUtilization", "ArithmeticUtilization", "Memory", "MemoryL0",
 _ON_OFF = ("on", "off")
 _TASK_TIME_VALUES = ("on", "off", "l0", "l1", "l2")
 _SWITCHES = ("training_trace", "ascendcl", "model_execution", "runtime_api", "hccl")
+# msprof's switches that are off unless asked for (msprof_py.runtime.counters_model, acl.prof)
+OFF_BY_DEFAULT = ("aicpu", "l2", "msproftx")
 # msprof switches the simulator accepts but has no data for: warn instead of failing
-_NO_EFFECT = ("aicpu", "l2", "msproftx", "sys_hardware_mem", "ai_core", "aic_mode", "aiv", "aiv_metrics",
+_NO_EFFECT = ("sys_hardware_mem", "ai_core", "aic_mode", "aiv", "aiv_metrics",
               "storage_limit", "instr_profiling", "llc_profiling", "sys_io_sampling_freq")
 
 
@@ -56,6 +60,9 @@ class ProfilingOptions:
     runtime_api: str = "on"
     hccl: str = "on"
     aic_metrics: str = "PipeUtilization"
+    aicpu: str = "off"  # AI CPU kernel records and the data-preprocess queue (aicpu_*.csv, dp_*.csv)
+    l2: str = "off"  # per-task L2 cache counters (l2_cache_*.csv)
+    msproftx: str = "off"  # the script's acl.prof marks and ranges (msprof_tx_*.csv, timeline)
     fp_point: str = ""
     bp_point: str = ""
     extra: dict[str, Any] = field(default_factory=dict)  # accepted-but-inert msprof keys, echoed
@@ -116,7 +123,7 @@ def _validate(data: dict[str, Any], warnings: WarningLog) -> ProfilingOptions:
             values["output"] = value
         elif key in ("task_time", "task_trace"):
             values[key] = _choice(key, value, _TASK_TIME_VALUES)
-        elif key in _SWITCHES:
+        elif key in _SWITCHES or key in OFF_BY_DEFAULT:
             values[key] = _choice(key, value, _ON_OFF)
         elif key == "aic_metrics":
             values[key] = _choice(key, value, AIC_METRICS, fold_case=False)

@@ -16,7 +16,9 @@ options (``TEMPLATE`` holds ``None`` for those):
 | taskTrace / taskTime / prof_level    | task_time ("on" -> level1; "l0" -> level0; "off")          |
 | runtimeTrace, stars_acsq_task        | "on" unless task_time is "off"                             |
 | acl / runtimeApi / hcclTrace / ts_fw_training | ascendcl / runtime_api / hccl / training_trace   |
-| aicpuTrace, l2CacheTaskProfiling, msproftx, storageLimit, instrProfiling | the inert msprof switches of that name |
+| aicpuTrace, l2CacheTaskProfiling, msproftx | the aicpu / l2 / msproftx switches ("on" / "off") |
+| l2CacheTaskProfilingEvents           | l2 on: the 910B events msprof's L2 calculation reads (request, hit, victim) |
+| storageLimit, instrProfiling         | the inert msprof switches of that name                     |
 | ai_core_metrics + ai_core_profiling_events | aic_metrics; on chip V4 "PipeUtilization" becomes "PipeUtilizationExct" with its own events, as CANN does |
 | aiv_metrics + aiv_profiling_events   | aic_metrics as given                                       |
 
@@ -29,6 +31,7 @@ from typing import Any
 
 from msprof_py.collect.options import ProfilingOptions
 from msprof_py.raw.files import HOST_DEVICE_ID
+from msprof_py.raw.l2_cache import EVENTS_910B as L2_EVENTS
 
 TEMPLATE: dict[str, Any] = {
     'hostAllPidMemProfiling': 'off', 'hostProfilingSamplingInterval': 20, 'hostSysUsage': '', 'qosEvents': '',
@@ -77,8 +80,7 @@ AIV_EVENTS = {**AIC_EVENTS, "PipeUtilization": "0x8,0xa,0x9,0xb,0xc,0xd,0x54,0x5
 del AIV_EVENTS["PipeUtilizationExct"]
 CHIP_V4 = "5"  # platform_version of Ascend 910B / Atlas A2
 # inert msprof switches -> (sample.json key, value when not given), as CANN's options path sets them
-_INERT_KEYS = {"aicpu": ("aicpuTrace", "off"), "l2": ("l2CacheTaskProfiling", "off"), "msproftx": ("msproftx", "off"),
-               "storage_limit": ("storageLimit", ""), "instr_profiling": ("instrProfiling", "off")}
+_INERT_KEYS = {"storage_limit": ("storageLimit", ""), "instr_profiling": ("instrProfiling", "off")}
 _PROF_LEVEL = {"on": "level1", "l0": "level0", "l1": "level1", "l2": "level2", "off": "off"}
 
 
@@ -105,6 +107,8 @@ def sample_json(options: ProfilingOptions, side: int, *, platform_version: str, 
         "taskTrace": options.task_time, "runtimeTrace": "on" if task_on else "off",
         "stars_acsq_task": "on" if task_on else "off", "acl": options.ascendcl, "runtimeApi": options.runtime_api,
         "hcclTrace": options.hccl, "ts_fw_training": options.training_trace, **inert,
+        "aicpuTrace": options.aicpu, "l2CacheTaskProfiling": options.l2, "msproftx": options.msproftx,
+        "l2CacheTaskProfilingEvents": ",".join(L2_EVENTS) if options.l2 == "on" else "",
     }
     out = {**TEMPLATE, **values}
     assert len(out) == len(TEMPLATE) and None not in out.values(), "every computed key is set"

@@ -34,7 +34,7 @@ import pandas as pd
 
 from msprof_py.atomic import atomic_open
 from msprof_py.export import intervals
-from msprof_py.export import pmu_export
+from msprof_py.export import counter_export, pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import api_of_device, device_info, of_device
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
@@ -433,6 +433,8 @@ def flow_ids(conn: np.ndarray) -> np.ndarray:
 
 def build_timeline(session: Session, device_id: int, ctx: ExportContext) -> Timeline:
     tl = Timeline()
+    if ctx.layer_on("msproftx"):
+        tl.slices += counter_export.tx_layer(session, tl.meta)
     api = cann_layer(session, device_id, tl) if ctx.layer_on("cann") else session.api.iloc[:0]
     tasks = hardware_layer(session, device_id, tl) if ctx.layer_on("ascend") else shown_tasks(session, device_id).iloc[:0]
     if ctx.layer_on("step_trace"):

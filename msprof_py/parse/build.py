@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import DataError, WarningLog
-from msprof_py.parse import cats, registry, schema
+from msprof_py.parse import cats, counters, registry, schema
 from msprof_py.parse.cats import frame
 from msprof_py.parse.clocks import clocks_for
 from msprof_py.parse.device import load_device
@@ -35,6 +35,7 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     host_tasks = host.host_tasks if host is not None else _empty_host_tasks()
 
     tasks_parts, steps_parts, ar_parts, pmu_parts, freq_parts = [], [], [], [], []
+    counter_parts: dict[str, list[pd.DataFrame]] = {name: [] for name in counters.TABLE_COLUMNS}
     readers = [host.kinds] if host is not None else []
     seen_devices = set()
     for rd in dev_rds:
@@ -46,6 +47,9 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
         joined = join_device(dd.device_id, mine.reset_index(drop=True), dd.tasks, warnings, str(rd.path))
         pmu_parts.append(pmu_table.build(dd.device_id, rd, dd.pmu, joined, warnings))
         freq_parts.append(dd.aicore_freq)
+        for name, df in counters.device_tables(dd.device_id, rd, dd.tables, clk.device_ticks(rd), joined,
+                                               warnings).items():
+            counter_parts[name].append(df)
         steps, ar = build_steps(dd.device_id, dd.step_records)
         _iterations(joined, steps)
         before = (joined["start_ns"] >= 0) & (joined["start_ns"] < rd.collection_start_ns)
@@ -93,8 +97,15 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
            "all_reduce": all_reduce, "communication": communication, "comm_tasks": comm_tasks,
            "fusion_ops": fusion, "memcpy": memcpy, "devices": devices,
            "pmu": _concat_any(pmu_parts, pmu_table.KEY_COLS),
-           "aicore_freq": _concat_any(freq_parts, ["device_id", "timestamp_ns", "freq_mhz"])}
+           "aicore_freq": _concat_any(freq_parts, ["device_id", "timestamp_ns", "freq_mhz"]),
+           **{name: _counter_table(name, parts) for name, parts in counter_parts.items() if name != "msproftx"},
+           "msproftx": counters.tx_table(host.tables, clk.host_ticks()) if host is not None else counters.empty("msproftx")}
     return {name: cats.normalize(df) for name, df in out.items()}
+
+
+def _counter_table(name: str, parts: list[pd.DataFrame]) -> pd.DataFrame:
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else counters.empty(name)
 
 
 def concat_frames(parts: list[pd.DataFrame]) -> pd.DataFrame:

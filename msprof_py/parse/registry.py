@@ -19,10 +19,12 @@ from typing import Any, Callable
 import numpy as np
 
 from msprof_py.parse import plausible, reader
+from msprof_py.parse.records import aicpu, l2_cache, msproftx
 from msprof_py.parse.records import (api_event, context_id_info, expand_stream_spec, ffts_profile, lpm_info,
                                      node_basic_info, simple, stars_soc, task_track, tensor_info, ts_track)
 from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw import ffts_profile as raw_ffts, lpm_info as raw_lpm
+from msprof_py.raw import aicpu as raw_aicpu, l2_cache as raw_l2, msproftx as raw_tx
 from msprof_py.raw import (api_event as raw_api, context_id_info as raw_ctx, expand_stream_spec as raw_expand,
                            fusion_op_info as raw_fusion, graph_id_map as raw_graph, hash_dic as raw_hash,
                            hccl_info as raw_hccl_info, hccl_op_info as raw_hccl_op, memcpy_info as raw_memcpy,
@@ -70,6 +72,8 @@ KINDS: list[Kind] = [
     Kind(HOST, raw_memcpy.FILE_TAG, raw_memcpy.DTYPE, simple.memcpy_info, "memcpy", "its Runtime API"),
     Kind(HOST, raw_fusion.FILE_TAG, raw_fusion.DTYPE, simple.fusion_op_info, "fusion", "its Model-level API"),
     Kind(HOST, raw_graph.FILE_TAG, raw_graph.DTYPE, simple.graph_id_map, "graph_ids", "model id"),
+    Kind(HOST, raw_tx.FILE_TAG, raw_tx.DTYPE, msproftx.decode, "msproftx",
+         "none: host-clock marks and ranges of the profiled process (parse.counters)"),
     # device
     Kind(DEVICE, raw_stars.FILE_TAG, raw_stars.DTYPE, stars_soc.decode, "device_tasks",
          "host tasks on (stream, task, context, batch)"),
@@ -80,6 +84,10 @@ KINDS: list[Kind] = [
     Kind(DEVICE, raw_lpm.FILE_TAG, raw_lpm.DTYPE, lpm_info.decode_info, "freq_info",
          "AICORE_FREQ / AI Core Freq track; PMU times on non-910B chips"),
     Kind(DEVICE, raw_lpm.FREQ_FILE_TAG, raw_lpm.DTYPE, lpm_info.decode_freq, "freq_conv", "PMU times on the 910B"),
+    Kind(DEVICE, raw_aicpu.FILE_TAG, raw_aicpu.NODE_DTYPE, aicpu.decode, "aicpu",
+         "AI CPU runs: device tasks on (stream, task) with the run's end in the task window (parse.counters)"),
+    Kind(DEVICE, raw_l2.FILE_TAG, raw_l2.DTYPE, l2_cache.decode, "l2_cache",
+         "op names on (stream, task) (parse.counters)"),
     Kind(DEVICE, "aicore.data", None, None, "pmu", "AI Core PMU counters (not decoded)"),
     Kind(DEVICE, "aiVectorCore.data", None, None, "pmu", "AI Vector Core PMU counters (not decoded)"),
 ]

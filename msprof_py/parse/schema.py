@@ -166,6 +166,7 @@ COLUMNS: dict[str, list[str]] = {
     "aicore_freq": AICORE_FREQ_COLUMNS,
 }
 """Every table of a session and the columns it must have (``pmu`` may have more)."""
+COUNTER_TABLES = ("aicpu", "dp", "l2_cache", "msproftx")  # columns and dtypes: msprof_py.parse.counters
 
 # dtype of each column as the parser writes it: "int64", "category" (repeated strings, categories
 # sorted), "str" (strings, one per row or few rows), "float64".  Columns not named are int64.
@@ -191,8 +192,20 @@ _FLOAT = {
 }
 
 
+def columns(table: str) -> list[str]:
+    """The columns ``table`` must have, in order."""
+    if table in COUNTER_TABLES:
+        from msprof_py.parse import counters
+
+        return counters.TABLE_COLUMNS[table]
+    return COLUMNS[table]
+
+
 def dtype(table: str, column: str) -> str:
     """The documented dtype of ``table.column`` ("int64", "category", "str" or "float64")."""
+    if table in COUNTER_TABLES:
+        d = str(empty(table)[column].dtype)
+        return "str" if d == "object" else d
     if column in _CATEGORY.get(table, ()):
         return "category"
     if column in _STR.get(table, ()):
@@ -206,17 +219,22 @@ def empty(table: str) -> pd.DataFrame:
     """A table with no rows and the documented columns and dtypes (a session without that data)."""
     import pandas as pd
 
+    if table in COUNTER_TABLES:
+        from msprof_py.parse import counters
+
+        return counters.empty(table)
+
     def col(c: str) -> pd.Series:
         d = dtype(table, c)
         return pd.Series([], dtype={"str": object}.get(d, d))
 
-    return pd.DataFrame({c: col(c) for c in COLUMNS[table]})
+    return pd.DataFrame({c: col(c) for c in columns(table)})
 
 
 def check(table: str, df: pd.DataFrame) -> pd.DataFrame:
     """``df`` itself when it has every column of ``table``; else ValueError naming the missing
     ones (a session is built complete once; exporters never fill columns in)."""
-    missing = [c for c in COLUMNS[table] if c not in df.columns]
+    missing = [c for c in columns(table) if c not in df.columns]
     if missing:
         raise ValueError(f"session table {table!r} lacks columns {missing} (msprof_py.parse.schema)")
     return df

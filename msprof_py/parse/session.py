@@ -19,7 +19,7 @@ from msprof_py.raw.files import FILTER_DIRS, HOST_DIR
 DEVICE_DIR_RE = re.compile(r"^device_(\d+)$")
 MAX_DEVICE_ID = 65535  # real ids are < 64 (64 is msprof's host id); anything huge is a renamed dir
 TABLES = ("api", "tasks", "steps", "all_reduce", "communication", "comm_tasks", "fusion_ops", "memcpy", "devices",
-          "pmu", "aicore_freq")
+          "pmu", "aicore_freq", "aicpu", "dp", "l2_cache", "msproftx")
 
 
 @dataclass
@@ -37,7 +37,9 @@ class Session:
     - ``fusion_ops``, ``memcpy``, ``devices``;
     - ``pmu``: msprof's metric_summary values per device task with PMU data (columns depend on
       the chip and ``aic_metrics``: :mod:`msprof_py.parse.pmu.table`); ``aicore_freq``: AI Core
-      frequency changes (``device_id, timestamp_ns, freq_mhz``; :mod:`msprof_py.parse.pmu.freq`).
+      frequency changes (``device_id, timestamp_ns, freq_mhz``; :mod:`msprof_py.parse.pmu.freq`);
+    - ``aicpu``, ``dp``, ``l2_cache``, ``msproftx``: AI CPU kernel runs, data-preprocess queue
+      events, per-task L2 cache rates and msproftx marks / ranges (:mod:`msprof_py.parse.counters`).
 
     ``profs`` holds one Session per PROF dir (``path`` set) when several were loaded;
     ``warnings`` collects every recoverable problem met while parsing (print once at the end).
@@ -55,6 +57,10 @@ class Session:
     devices: pd.DataFrame
     pmu: pd.DataFrame = field(default_factory=lambda: schema.empty("pmu"))
     aicore_freq: pd.DataFrame = field(default_factory=lambda: schema.empty("aicore_freq"))
+    aicpu: pd.DataFrame = field(default_factory=lambda: schema.empty("aicpu"))
+    dp: pd.DataFrame = field(default_factory=lambda: schema.empty("dp"))
+    l2_cache: pd.DataFrame = field(default_factory=lambda: schema.empty("l2_cache"))
+    msproftx: pd.DataFrame = field(default_factory=lambda: schema.empty("msproftx"))
     warnings: WarningLog = field(default_factory=WarningLog)
     profs: list["Session"] = field(default_factory=list)
     selection: tuple[int, int, int] | None = None  # (model_id, iteration_id, count) after select()

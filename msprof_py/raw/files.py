@@ -12,8 +12,9 @@ import re
 from datetime import datetime
 
 PROF_DIR_RE = re.compile(r"^PROF_\d{6}_\d{17}_\w+$")
-HOST_DATA_RE = re.compile(r"^(?P<age>aging|unaging)\.(?P<tag>[A-Za-z_]+\.[A-Za-z_]+)\.slice_(?P<n>\d+)$")
-DEVICE_DATA_RE = re.compile(r"^(?P<tag>[A-Za-z_]+\.[A-Za-z_]+)\.(?P<dev>\d+)\.slice_(?P<n>\d+)$")
+# tags are two words of letters, digits and "_" (a word starts with a letter: "l2_cache.data")
+HOST_DATA_RE = re.compile(r"^(?P<age>aging|unaging)\.(?P<tag>[A-Za-z_]\w*\.[A-Za-z_]\w*)\.slice_(?P<n>\d+)$", re.ASCII)
+DEVICE_DATA_RE = re.compile(r"^(?P<tag>[A-Za-z_]\w*\.[A-Za-z_]\w*)\.(?P<dev>\d+)\.slice_(?P<n>\d+)$", re.ASCII)
 # metadata files live at the root of host/ or device_{id}/, never in data/
 META_RE = {
     "info": re.compile(r"^info\.json(\.\d+)?$"),

@@ -44,10 +44,11 @@ from msprof_py.runtime.hooks import NullHooks, ProfilerHooks
 from msprof_py.runtime.program import Program
 from msprof_py.runtime.rts import FIRST_MODEL_STREAM, USER_STREAM
 from msprof_py.runtime.scheduler import plan_segments, schedule
+from msprof_py.runtime.tx import MARK_COST_NS, TxRecorder
 from msprof_py.runtime.sim import JITTER_SIGMA, SET_DEVICE_NS, SimResult, pid_for_seed
 
 __all__ = ["SimResult", "Stream", "Model", "init", "finalize", "install_hooks", "uninstall_hooks", "result", "rt",
-           "mdl", "nn", "host"]
+           "mdl", "nn", "host", "prof", "mark", "range_start", "range_stop"]
 from msprof_py.runtime.workloads import Workload, get_workload
 from msprof_py.runtime.workloads._builder import GraphBuilder
 
@@ -99,6 +100,7 @@ class _State:
         self.op_cache: dict[tuple, Program] = {}
         self.result: SimResult | None = None
         self.gap = int(spec.task_schedule_gap_us * 1000)
+        self.tx = TxRecorder(self.pid, self.thread)
 
     # -- helpers
     def dev(self) -> tuple[int, _Device]:
@@ -408,3 +410,52 @@ nn = SimpleNamespace(
     layer_norm=_elementwise("LayerNormV3", "aclnnLayerNorm"), rms_norm=_elementwise("RmsNorm", "aclnnRmsNorm"),
     cast=_elementwise("Cast", "aclnnCast"), silu=_elementwise("Silu", "aclnnSilu"),
 )
+
+
+# ---------------------------------------------------------------------- aclprof* msproftx marks and ranges
+def _tx_record(recs) -> None:
+    s = _state
+    s.em.add("additional.msproftx", True, recs)
+    s.t += MARK_COST_NS
+
+
+def _mark(message: str) -> None:
+    """``aclprofMark``: an instant mark with ``message`` (< 156 bytes) at the script's current time."""
+    s = _state
+    s.dev()
+    _tx_record(s.tx.mark(s.t, message, s.clock))
+
+
+def _range_start(message: str) -> int:
+    """``aclprofRangeStart``: open a range; returns its id for :func:`range_stop`."""
+    s = _state
+    s.dev()
+    rid = s.tx.range_start(s.t, message)
+    s.t += MARK_COST_NS
+    return rid
+
+
+def _range_stop(range_id: int) -> None:
+    """``aclprofRangeStop``: close the range ``range_id`` (one start/end record)."""
+    s = _state
+    s.dev()
+    _tx_record(s.tx.range_stop(s.t, range_id, s.clock))
+
+
+def _push(message: str) -> None:
+    """``aclprofPush``: open a nested range on this thread."""
+    s = _state
+    s.dev()
+    s.tx.push(s.t, message)
+    s.t += MARK_COST_NS
+
+
+def _pop() -> None:
+    """``aclprofPop``: close the innermost pushed range (one push/pop record)."""
+    s = _state
+    s.dev()
+    _tx_record(s.tx.pop(s.t, s.clock))
+
+
+prof = SimpleNamespace(mark=_mark, range_start=_range_start, range_stop=_range_stop, push=_push, pop=_pop)
+mark, range_start, range_stop = _mark, _range_start, _range_stop

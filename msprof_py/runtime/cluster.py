@@ -3,8 +3,10 @@
 Topology: rank ``r`` runs on node ``r // K`` as device ``r % K``.  Devices of a node talk over
 HCCS (``spec.hccs_bandwidth_gbps`` per link, SDMA transport), nodes over RoCE
 (``spec.roce_bandwidth_gbps`` per port, RDMA transport).  Parallel groups follow Megatron's
-rank order (tensor parallel innermost): ``tp`` consecutive ranks form a TP group (kept inside a
-node), ranks ``tp`` apart form a data-parallel group.
+rank order (tensor parallel innermost, then data parallel, pipeline stages outermost): ``tp``
+consecutive ranks form a TP group (kept inside a node), ranks ``tp`` apart inside a pipeline stage
+form a data-parallel group, and ranks ``tp * dp`` apart form a pipeline-parallel group (one rank
+per stage; :mod:`msprof_py.runtime.cluster_pp`).
 
 Collectives are lock-step: every ring step ends when every member of the communicator has
 reached it (a barrier over the members, :func:`msprof_py.runtime.scheduler.schedule`), so the
@@ -19,7 +21,9 @@ layer's o_proj and down_proj outputs are all-reduced over the TP group on the co
 (Megatron's row-parallel layers), the sharded ops (matmuls, attention, SwiGLU, RoPE, split) take
 ``1/tp`` of their single-device time, and the step closes with the data-parallel all-reduce of
 the rank's gradient shard (the weights' bytes / tp) as a training step would; the backward
-compute itself is not simulated for it.  Pipeline parallelism is not simulated.
+compute itself is not simulated for it.  With ``pp`` pipeline stages each stage runs its share of
+the layers and hands its activations to the next stage (``hcom_send`` / ``hcom_receive``), see
+:mod:`msprof_py.runtime.cluster_pp`.
 
 Faults (:class:`Faults`): a slow rank's compute tasks take ``factor`` times longer, a slow link
 moves data at ``factor`` times its bandwidth (both directions), a straggler host spends ``factor``
@@ -54,6 +58,7 @@ class Topology:
     ranks: int
     ranks_per_node: int
     tp: int = 1
+    pp: int = 1
 
     def __post_init__(self) -> None:
         if self.ranks < 1 or self.ranks_per_node < 1:
@@ -63,6 +68,9 @@ class Topology:
         if self.tp < 1 or self.ranks_per_node % self.tp:
             raise WorkloadError(f"tensor-parallel size {self.tp} must divide the ranks per node "
                                 f"({self.ranks_per_node})")
+        if self.pp < 1 or self.ranks % (self.tp * self.pp):
+            raise WorkloadError(f"{self.ranks} ranks do not split into tensor-parallel groups of {self.tp} "
+                                f"x {self.pp} pipeline stages")
 
     @property
     def nodes(self) -> int:
@@ -70,7 +78,11 @@ class Topology:
 
     @property
     def dp(self) -> int:
-        return self.ranks // self.tp
+        return self.ranks // (self.tp * self.pp)
+
+    def stage(self, rank: int) -> int:
+        """The rank's pipeline stage (0 = the first layers)."""
+        return rank // (self.tp * self.dp)
 
     def node(self, rank: int) -> int:
         return rank // self.ranks_per_node
@@ -83,15 +95,19 @@ class Topology:
         return tuple(range(first, first + self.tp))
 
     def dp_group(self, rank: int) -> tuple[int, ...]:
-        return tuple(range(rank % self.tp, self.ranks, self.tp))
+        first = self.stage(rank) * self.tp * self.dp
+        return tuple(range(first + rank % self.tp, first + self.tp * self.dp, self.tp))
+
+    def pp_group(self, rank: int) -> tuple[int, ...]:
+        return tuple(range(rank % (self.tp * self.dp), self.ranks, self.tp * self.dp))
 
     def groups(self) -> dict[str, list[tuple[int, ...]]]:
-        """Every communicator: ``{"tp": [...], "dp": [...]}`` (groups of one rank left out)."""
-        out: dict[str, list[tuple[int, ...]]] = {"tp": [], "dp": []}
-        if self.tp > 1:
-            out["tp"] = sorted({self.tp_group(r) for r in range(self.ranks)})
-        if self.dp > 1:
-            out["dp"] = sorted({self.dp_group(r) for r in range(self.ranks)})
+        """Every communicator: ``{"tp": [...], "dp": [...], "pp": [...]}`` (groups of one rank left out)."""
+        out: dict[str, list[tuple[int, ...]]] = {"tp": [], "dp": [], "pp": []}
+        for kind, size, members in (("tp", self.tp, self.tp_group), ("dp", self.dp, self.dp_group),
+                                    ("pp", self.pp, self.pp_group)):
+            if size > 1:
+                out[kind] = sorted({members(r) for r in range(self.ranks)})
         return out
 
     def host_name(self, node: int) -> str:
@@ -161,6 +177,7 @@ class _Collective:
         self.subs: list[hccl.SubTask] = []
         self.stage = 0
         self.comm: tuple[int, ...] = (rank,)  # the whole communicator (sorted global ranks)
+        self.op_type = "HcomAllReduce"
 
     def add(self, kind: str, dur: int, remote: int, size: int, group: tuple[int, ...], ln: Link | None = None) -> None:
         host_type, sqe = hccl.KINDS[kind][1], hccl.KINDS[kind][2]
@@ -168,7 +185,7 @@ class _Collective:
         # hccl_info carries ranks inside the communicator: the position among its sorted members
         local_remote = self.comm.index(remote)
         self.subs.append(hccl.SubTask(len(self.subs), kind, dur, kind == "Notify_Wait", self.stage, local_remote, size,
-                                      TaskInfo(host_type, "HcomAllReduce", "HCCL", host_type, sqe),
+                                      TaskInfo(host_type, self.op_type, "HCCL", host_type, sqe),
                                       ln.link_type, ln.transport, group))
 
     def ring(self, members: tuple[int, ...], nbytes: int, steps: int, reduce_steps: int) -> None:
@@ -222,9 +239,12 @@ def make_allreduce(topo: Topology, faults: Faults, spec: DeviceSpec, rank: int, 
                           alg=alg)
 
 
-def plan_for(wl: Workload, topo: Topology, faults: Faults, spec: DeviceSpec, rank: int
+def plan_for(wl: Workload, topo: Topology, faults: Faults, spec: DeviceSpec, rank: int,
+             p2p_before: Sequence[hccl.AllReduce] = (), p2p_after: Sequence[hccl.AllReduce] = ()
              ) -> Callable[[list[Op]], ge.Plan]:
-    """GE's node plan of ``rank``: the body ops with the rank's collectives (module docstring)."""
+    """GE's node plan of ``rank``: the body ops with the rank's collectives (module docstring);
+    ``p2p_before`` / ``p2p_after``: a pipeline stage's receives / sends around its layers, on the
+    compute stream (:mod:`msprof_py.runtime.cluster_pp`)."""
     graph = wl.graph
     dp_members, tp_members = topo.dp_group(rank), topo.tp_group(rank)
 
@@ -235,17 +255,20 @@ def plan_for(wl: Workload, topo: Topology, faults: Faults, spec: DeviceSpec, ran
                 return [("op", op, op.stream) for op in body]
             return ge.model_plan(wl, body, topo.dp, rank, spec, lambda nbytes, seg: make_allreduce(
                 topo, faults, spec, rank, graph, "dp", dp_members, nbytes, next(seq)))
-        out: ge.Plan = []
+        main = body[0].stream if body else 0
+        out: ge.Plan = [("hccl", p, main) for p in p2p_before]
         for op in body:
             out.append(("op", op, op.stream))
             if topo.tp > 1 and op.name.endswith(TP_REDUCED_SUFFIXES):
                 nbytes = sum(t.nbytes for t in op.outputs)
                 out.append(("hccl", make_allreduce(topo, faults, spec, rank, graph, "tp", tp_members, nbytes,
                                                    next(seq)), op.stream))
-        if topo.dp > 1 and out:
+        last_compute = len(out) - 1
+        out += [("hccl", p, main) for p in p2p_after]
+        if topo.dp > 1 and body:
             grads = sum(w.nbytes for w in graph.weights) // topo.tp
             ar = make_allreduce(topo, faults, spec, rank, graph, "dp", dp_members, grads, next(seq))
-            ar.after = len(out) - 1
+            ar.after = last_compute
             out.append(("hccl", ar, "comm"))
         return out
 
@@ -294,27 +317,35 @@ def run_cluster(target: str | Workload | Graph, topo: Topology, *, iterations: i
         raise WorkloadError(f"workload {wl.name!r} runs single ops; a cluster run needs a model (static graph)")
     if len(clocks) != topo.nodes:
         raise WorkloadError(f"need one clock per node ({topo.nodes}), got {len(clocks)}")
+    pipe = None
+    if topo.pp > 1:
+        from msprof_py.runtime.cluster_pp import Pipeline
+        pipe = Pipeline(wl, topo, faults, spec)
     runs: list[_Run] = []
     progs = []
     ready = np.zeros(topo.ranks, np.int64)
     for r in range(topo.ranks):
-        run = _Run(wl, 1, iterations, seed + r, hooks(r), clocks[topo.node(r)], spec, None, 0,
-                   device_ids=[topo.local(r)], pid=pid_for_seed(seed * 7919 + r), model_id=1,
-                   plan_comm=plan_for(wl, topo, faults, spec, r))
+        rwl, plan = (wl, plan_for(wl, topo, faults, spec, r)) if pipe is None else pipe.rank_plan(r)
+        run = _Run(rwl, 1, iterations, seed + r, hooks(r), clocks[topo.node(r)], spec, None, 0,
+                   device_ids=[topo.local(r)], pid=pid_for_seed(seed * 7919 + r), model_id=1, plan_comm=plan)
         if run.on:
             run.names.register_record_types()
         p, rd = run._setup()
         runs.append(run)
         progs.append(p[0])
         ready[r] = rd[0]
-    tl = timeline(progs, ready, iterations, np.random.default_rng(seed), spec, wl.step_gap_us,
-                  barrier_groups=_barrier_groups(progs), dur_scale=_dur_scale(progs, topo, faults),
-                  gap_scale=np.array([faults.straggler_hosts.get(topo.node(r), 1.0) for r in range(topo.ranks)]),
-                  barrier_jitter=False)
+    gap_scale = np.array([faults.straggler_hosts.get(topo.node(r), 1.0) for r in range(topo.ranks)])
+    if pipe is None:
+        tl = timeline(progs, ready, iterations, np.random.default_rng(seed), spec, wl.step_gap_us,
+                      barrier_groups=_barrier_groups(progs), dur_scale=dur_scale(progs, range(topo.ranks), topo, faults),
+                      gap_scale=gap_scale, barrier_jitter=False)
+        parts = [tuple(x[r:r + 1] for x in tl) for r in range(topo.ranks)]
+    else:
+        parts = pipe.timeline(progs, ready, iterations, np.random.default_rng(seed), gap_scale)
     out = []
     for r, run in enumerate(runs):
-        part = tuple(x[r:r + 1] for x in tl)
-        res = run.emit([progs[r]], part)
+        res = run.emit([progs[r]], parts[r])
+        parts[r] = ()  # type: ignore[call-overload]
         cr = ClusterRank(r, topo.node(r), topo.local(r), res)
         if done is not None:
             done(cr)
@@ -337,14 +368,15 @@ def _barrier_groups(progs: list) -> dict[int, np.ndarray]:
     return out
 
 
-def _dur_scale(progs: list, topo: Topology, faults: Faults) -> np.ndarray:
-    """``(ranks, T)`` factors on the tasks' base durations: TP sharding and slow ranks."""
+def dur_scale(progs: list, ranks: Sequence[int], topo: Topology, faults: Faults) -> np.ndarray:
+    """``(rows, T)`` factors on the tasks' base durations (rows = ``ranks``, one program each):
+    TP sharding and slow ranks."""
     info = progs[0].tasks.info
     compute = np.array([i.task_type in COMPUTE_TASK_TYPES for i in info])
     sharded = np.array([i.op_type in TP_SHARDED_TYPES for i in info]) & compute
     scale = np.ones((len(progs), len(info)))
     if topo.tp > 1:
         scale[:, sharded] /= topo.tp
-    for r, f in faults.slow_ranks.items():
-        scale[r, compute] *= f
+    for row, r in enumerate(ranks):
+        scale[row, compute] *= faults.slow_ranks.get(r, 1.0)
     return scale

@@ -12,7 +12,9 @@ jitter).  For an op it computes
   + kernel_launch_overhead``,
 
 and a pipe breakdown (cube / vector / scalar / mte1 / mte2 / mte3 busy time in ns, and total
-cycles at ``aic_frequency``) that later feeds per-op counters.
+cycles at ``aic_frequency``) that later feeds per-op counters.  The cube entry is the time the
+mac pipe actually computes (FLOPs at the unscaled peak of the op's cores), so a compute-bound
+cube op's mac ratio is its kernel's efficiency (0.72 by default, lower for a worse kernel).
 
 Task types: cube ops run as ``AI_CORE``; elementwise, norm, softmax ops as ``AI_VECTOR_CORE``;
 some fused ops (FlashAttentionScore, a fused MatMul+Add, ...) as ``MIX_AIV`` (cube + vector cores,
@@ -315,7 +317,9 @@ def op_cost(op: Op, spec: DeviceSpec, tuning: TuneChoice | None = None) -> OpCos
     out_bytes = sum(t.nbytes for t in op.outputs)
     rw = max(nbytes, 1)
     pipes = {
-        "cube": cube_ns,
+        # the mac pipe computes at its peak rate when it runs: the rest of the op's compute time
+        # (1 - efficiency) it stalls on operands, so a worse kernel shows a lower mac ratio
+        "cube": cube_ns * CUBE_EFFICIENCY * comp_x,
         "vector": vec_ns,
         "scalar": 0.04 * busy_ns + 200.0,
         "mte1": 0.55 * cube_ns,

@@ -14,6 +14,7 @@ import pandas as pd
 
 from msprof_py.raw import api_event, stars_soc, task_track, ts_track
 from msprof_py.runtime.device import ATLAS_A2, DeviceSpec
+from msprof_py.runtime.counters_model import CounterEmitter
 from msprof_py.runtime.pmu_model import PmuEmitter
 from msprof_py.raw.common import EVENT_FLAG, LEVEL_ACL, LEVEL_RUNTIME, tile_records
 from msprof_py.runtime import records, rts
@@ -49,6 +50,8 @@ class Emitter:
         self.cats = _Categories()
         events = getattr(hooks, "pmu_events", None) if self.on else None
         self.pmu = PmuEmitter(hooks, clock, spec or ATLAS_A2, events) if events else None
+        switches = frozenset(getattr(hooks, "device_counters", ())) if self.on else frozenset()
+        self.counters = CounterEmitter(hooks, clock, switches) if switches else None
 
     # ------------------------------------------------------------------ plain host records
     def add(self, tag: str, aging: bool, recs: np.ndarray) -> None:
@@ -110,6 +113,8 @@ class Emitter:
                 self._stars(d, st, en, stream, tid[k0:k1], sqe, ffts, ctx)
                 if self.pmu is not None:
                     self.pmu.block(d, prog, st, en, tid[k0:k1], stream, ctx)
+                if self.counters is not None:
+                    self.counters.block(d, prog, st, en, tid[k0:k1], stream)
                 self._ts_track(d, steps, kf, start)
                 self._host_iterations(d, prog, k0, k1, idx, h0, speed, tid, bat, kf, task_ts)
                 self.log.flush(self.hooks, self.clock)

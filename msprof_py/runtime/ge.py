@@ -78,9 +78,12 @@ class _Host:
         self.add(task_track.FILE_TAG, True, recs, PATCH_TASK if ref >= 0 else 0, ref)
 
     def node_launch(self, t: int, op: Op, cost: OpCost, aging: bool, dynamic: bool, rt_api: str, stream: int,
-                    task_id: int, batch: int, ref: int = -1, dur: int = apis.NODE_LAUNCH_NS) -> int:
-        """Node@launch of one kernel op at host time ``t`` (its records inside); returns its end."""
+                    task_id: int, batch: int, ref: int = -1, dur: int = apis.NODE_LAUNCH_NS, prep_ns: int = 0) -> int:
+        """Node@launch of one kernel op at host time ``t`` (its records inside); returns its end.
+        ``prep_ns``: host work before the runtime launch (a dynamic op's shape inference / tiling /
+        compile, op attr ``recompile_us``), inside the Node@launch call."""
         n = self.n
+        dur += prep_ns
         name_h = n.h(op.name)
         self.add(api_event.FILE_TAG, True,
                  records.api(LEVEL_NODE, n.node(NODE_LAUNCH), self.thread, t, t + dur, name_h))
@@ -94,7 +97,7 @@ class _Host:
         if cost.task_type in ("MIX_AIV", "MIX_AIC"):
             n.node(NODE_CONTEXT_ID_INFO)
             self.add(context_id_info.FILE_TAG, aging, records.context_ids(self.thread, ti, name_h, [MIX_CONTEXT_ID]))
-        rt0 = t + apis.RT_LAUNCH_AT_NS
+        rt0 = t + apis.RT_LAUNCH_AT_NS + prep_ns
         self.rt_api(rt_api, rt0, rt0 + int(apis.US * 6))
         host_type = KERNEL_TYPES[cost.task_type][0]
         # the runtime reports the launched kernel under the node's name (what op_summary shows)
@@ -416,11 +419,22 @@ def build_memcpy(nbytes: int, direction: int, device_id: int, thread: int, spec:
 
 def _fresh_op(tmpl: Template, host: _Host, op: Op, cost: OpCost, c: int, stream: int, deps: list[int] | None = None,
               dynamic: bool = True) -> int:
-    submit = c + apis.RT_LAUNCH_AT_NS + apis.TASK_TRACK_AT_NS
+    prep = recompile_ns(op) if dynamic else 0
+    submit = c + prep + apis.RT_LAUNCH_AT_NS + apis.TASK_TRACK_AT_NS
     ref = tmpl.add(stream=stream, fresh=True, dur_ns=cost.duration_ns, submit_ns=submit, info=op_task_info(op, cost),
                    phase=op.phase, deps=deps, context_id=_context(cost))
     return host.node_launch(c, op, cost, aging=True, dynamic=dynamic, rt_api=_rt_api_for(cost), stream=stream,
-                            task_id=0, batch=0, ref=ref) + apis.OP_GAP_NS
+                            task_id=0, batch=0, ref=ref, prep_ns=prep) + apis.OP_GAP_NS
+
+
+def recompile_ns(op: Op) -> int:
+    """Host time GE spends on a dynamic-shape op before every launch (shape inference, tiling,
+    compile on a cache miss): op attr ``recompile_us`` (default 0; a documented fault for the
+    dynamic-shape advice, e.g. shapes that change every execution so the kernel cache misses)."""
+    v = op.attrs.get("recompile_us", 0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 3.6e9:
+        raise WorkloadError(f"op {op.name}: recompile_us wants 0..3.6e9 microseconds, got {v!r}")
+    return int(round(v * apis.US))
 
 
 def _cross_stream_waits(plan: list[tuple[str, object, object]]) -> dict[int, list[int]]:

@@ -17,6 +17,7 @@ synchronize).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generator
 
 import numpy as np
 
@@ -59,6 +60,30 @@ def schedule(submit: np.ndarray, dur: np.ndarray, segments: list[Segment], gap_n
             barrier then waits only for the rows of the same group (a communicator's members).
             Barriers absent here wait for every row.
     """
+    steps = schedule_steps(submit, dur, segments, gap_ns, stream_free)
+    try:
+        lo, first = next(steps)
+        while True:
+            groups = None if barrier_groups is None else barrier_groups.get(lo)
+            if groups is None:
+                arrived = np.full_like(first, first.max())
+            else:
+                last = np.full(int(groups.max()) + 1, NEG, np.int64)
+                np.maximum.at(last, groups, first)
+                arrived = last[groups]
+            lo, first = steps.send(arrived)
+    except StopIteration as done:
+        return done.value
+
+
+def schedule_steps(submit: np.ndarray, dur: np.ndarray, segments: list[Segment], gap_ns: int,
+                   stream_free: dict[int, np.ndarray] | None = None
+                   ) -> Generator[tuple[int, np.ndarray], np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """:func:`schedule` as a generator, for callers that resolve barriers themselves (rows whose
+    peers are scheduled elsewhere: the pipeline stages of :mod:`msprof_py.runtime.cluster_pp`).
+
+    At every barrier it yields ``(template index, (R,) arrival times)`` and expects back the time
+    the last member of each row's communicator arrived; it returns ``(start, end)``."""
     rows, _ = submit.shape
     start = np.empty_like(submit)
     end = np.empty_like(submit)
@@ -74,13 +99,8 @@ def schedule(submit: np.ndarray, dur: np.ndarray, segments: list[Segment], gap_n
         d_seg = dur[:, lo:hi]
         if seg.barrier:
             start[:, lo] = first
-            groups = None if barrier_groups is None else barrier_groups.get(lo)
-            if groups is None:
-                end[:, lo] = first.max() + d_seg[:, 0]
-            else:
-                arrived = np.full(int(groups.max()) + 1, NEG, np.int64)
-                np.maximum.at(arrived, groups, first)
-                end[:, lo] = arrived[groups] + d_seg[:, 0]
+            arrived = yield lo, first.copy()
+            end[:, lo] = arrived + d_seg[:, 0]
         else:
             step = d_seg + gap_ns
             cprev = np.zeros_like(step)

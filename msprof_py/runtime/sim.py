@@ -221,27 +221,8 @@ def timeline(progs: list[Program], ready: np.ndarray, K: int, rng: np.random.Gen
     for p in progs[1:]:
         if len(p.tasks) != T or p.tasks.stream != tm.stream:
             raise AssertionError("data-parallel programs differ in structure")
-    segs = plan_segments(np.array(tm.stream), tm.deps, tm.barriers)
-    gap = int(spec.task_schedule_gap_us * 1000)
-    base = np.array([p.tasks.dur_ns for p in progs], dtype=np.float64)  # (D, T)
-    if dur_scale is not None:
-        base = base * dur_scale
-    jit = rng.lognormal(0.0, JITTER_SIGMA, size=(D, K, T))
-    if iter_dur_scale is not None:
-        jit = jit * iter_dur_scale[None]
-    dur = np.maximum(1, np.rint(base[:, None, :] * jit)).astype(np.int64)
-    del jit
-    if not barrier_jitter and tm.barriers:
-        b = np.array(sorted(tm.barriers))
-        dur[:, :, b] = np.rint(base[:, None, b]).astype(np.int64)
-    step_gap = step_gap_us * 1000 * rng.lognormal(0.0, STEP_GAP_SIGMA, size=(D, K))
-    if gap_scale is not None:
-        step_gap = step_gap * np.asarray(gap_scale, np.float64)[:, None]
-    step_gap = step_gap.astype(np.int64)
-    speed = rng.lognormal(0.0, HOST_SPEED_SIGMA, size=(D, K))
-    # host offsets of an iteration scale together (order and nesting are kept)
-    submit = np.rint(np.array(tm.submit_ns, dtype=np.float64)[None, None, :] * speed[:, :, None]).astype(np.int64)
-    H = np.rint(np.array([p.launch_end_ns for p in progs], dtype=np.float64)[:, None] * speed).astype(np.int64)
+    segs, gap, dur, step_gap, speed, submit, H = prepare(progs, K, rng, spec, step_gap_us, dur_scale, gap_scale,
+                                                         barrier_jitter, iter_dur_scale)
     start = np.empty((D, K, T), np.int64)
     end = np.empty((D, K, T), np.int64)
     h0 = np.empty((D, K), np.int64)
@@ -263,3 +244,35 @@ def timeline(progs: list[Program], ready: np.ndarray, K: int, rng: np.random.Gen
             sync_end[:, k] = np.maximum(h + H[:, k], en.max(axis=1)) + apis.SYNC_RETURN_NS
             h = sync_end[:, k] + step_gap[:, k]
     return start, end, h0, sync_end, speed, H
+
+
+def prepare(progs: list[Program], K: int, rng: np.random.Generator, spec: DeviceSpec, step_gap_us: float,
+            dur_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None, barrier_jitter: bool = True,
+            iter_dur_scale: np.ndarray | None = None):
+    """What :func:`timeline` schedules, for programs of one structure (``D`` rows): the template's
+    segments, the task gap (ns), jittered durations ``(D, K, T)``, host work between iterations
+    ``(D, K)``, host speed factors ``(D, K)``, submit offsets ``(D, K, T)`` and launch ends ``(D, K)``."""
+    tm = progs[0].tasks
+    T, D = len(tm), len(progs)
+    segs = plan_segments(np.array(tm.stream), tm.deps, tm.barriers)
+    gap = int(spec.task_schedule_gap_us * 1000)
+    base = np.array([p.tasks.dur_ns for p in progs], dtype=np.float64)  # (D, T)
+    if dur_scale is not None:
+        base = base * dur_scale
+    jit = rng.lognormal(0.0, JITTER_SIGMA, size=(D, K, T))
+    if iter_dur_scale is not None:
+        jit = jit * iter_dur_scale[None]
+    dur = np.maximum(1, np.rint(base[:, None, :] * jit)).astype(np.int64)
+    del jit
+    if not barrier_jitter and tm.barriers:
+        b = np.array(sorted(tm.barriers))
+        dur[:, :, b] = np.rint(base[:, None, b]).astype(np.int64)
+    step_gap = step_gap_us * 1000 * rng.lognormal(0.0, STEP_GAP_SIGMA, size=(D, K))
+    if gap_scale is not None:
+        step_gap = step_gap * np.asarray(gap_scale, np.float64)[:, None]
+    step_gap = step_gap.astype(np.int64)
+    speed = rng.lognormal(0.0, HOST_SPEED_SIGMA, size=(D, K))
+    # host offsets of an iteration scale together (order and nesting are kept)
+    submit = np.rint(np.array(tm.submit_ns, dtype=np.float64)[None, None, :] * speed[:, :, None]).astype(np.int64)
+    H = np.rint(np.array([p.launch_end_ns for p in progs], dtype=np.float64)[:, None] * speed).astype(np.int64)
+    return segs, gap, dur, step_gap, speed, submit, H

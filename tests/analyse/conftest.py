@@ -12,6 +12,8 @@ GRAPHS = {
     "clean": DOC,
     "aicpu": sc.with_op(DOC, "l2/Add", task_type="AI_CPU"),
     "dynamic": sc.with_op(DOC, "l1/MatMulV2", dynamic=True),
+    "dynamic_recompile": sc.with_op(DOC, "l1/MatMulV2", dynamic=True, attrs={"recompile_us": 300}),
+    "low_bandwidth": sc.with_op(DOC, "l2/Add", attrs={"kernel_choice": {"schedule": "single_core"}}),
     "unbalanced": sc.with_op(DOC, "l2/MatMulV2", attrs={"slow_iterations": {"3": 3.0}}),
     "slow_kernel": sc.with_op(DOC, "l2/MatMulV2", attrs={"kernel_choice": {"impl": "naive"}}),
 }

@@ -124,3 +124,21 @@ def graph_doc_small_grads(alone: bool) -> dict[str, Any]:
             op["attrs"] = {"allreduce": "alone"}
         doc["ops"].insert(len(doc["ops"]) - 2, op)
     return doc
+
+
+def graph_doc_train_overlapped() -> dict[str, Any]:
+    """The training graph with a long backward op after the last weight gradient (an fp32 product
+    of activations, on one core: no weight gradient, so nothing more to all-reduce): the
+    gradients' all-reduce runs beside it."""
+    doc = graph_doc_train()
+    doc["ops"].insert(len(doc["ops"]) - 2, {
+        "name": "grad/proj/MatMulV2", "type": "MatMulV2", "inputs": ["l1/Add:0", "out/Relu:0"], "phase": "bp",
+        "attrs": {"transpose_x1": True, "kernel_choice": {"schedule": "single_core"}},
+        "outputs": [{"name": "grad/proj:0", "shape": [1024, 1024], "dtype": "FLOAT"}]})
+    return doc
+
+
+def device_span_ns(session: Any, device_id: int = 0) -> int:
+    """One device's span: first task start .. last task end."""
+    t = session.tasks[(session.tasks["start_ns"] >= 0) & (session.tasks["device_id"] == device_id)]
+    return int((t["start_ns"] + t["dur_ns"]).max() - t["start_ns"].min())

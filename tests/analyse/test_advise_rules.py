@@ -14,8 +14,11 @@ from . import scenarios as sc
 # scenario, clean twin, rule, ops it must name
 CASES = [
     ("aicpu", "clean", "aicpu", ["l2/Add"]),
+    ("dynamic_recompile", "clean", "dynamic_shape", ["l1/MatMulV2"]),
     ("unbalanced", "clean", "unbalanced_iterations", ["l2/MatMulV2"]),
     ("slow_kernel", "clean", "aoe_candidates", ["l2/MatMulV2"]),
+    ("slow_kernel", "clean", "low_utilisation", ["l2/MatMulV2"]),
+    ("low_bandwidth", "clean", "memory_bound", ["l2/Add"]),
     ("host_work", "script_clean", "host_bound", []),
     ("sync_each", "script_clean", "sync_hot_path", ["aclrtSynchronizeStream"]),
     ("host_work", "script_clean", "bubbles", []),
@@ -35,16 +38,16 @@ def test_rule_fires_on_the_fault_with_its_cost(runs, faulty, clean, rule, ops) -
     assert findings(good, [rule]) == []
 
 
-def test_dynamic_shape_relaunch_is_named_and_costs_what_it_costs(runs) -> None:
-    """The simulator's host launches ahead of the device, so relaunching a dynamic op costs the
-    device nothing here; the rule names the op and puts the time at stake at that (zero) cost."""
-    bad, good = msprof_py.load(runs["dynamic"]), msprof_py.load(runs["clean"])
-    injected = sc.span_ns(bad) - sc.span_ns(good)
-    (f,) = findings(bad, ["dynamic_shape"])
+def test_dynamic_shape_costs_only_what_the_device_waits(runs) -> None:
+    """A dynamic op whose per-execution host preparation hides behind the device (the input copy
+    runs meanwhile) costs nothing and is not reported; with 300 us of recompile per execution the
+    device waits and the rule reports that wait (the parametrised test above)."""
+    assert findings(msprof_py.load(runs["dynamic"]), ["dynamic_shape"]) == []
+    (f,) = findings(msprof_py.load(runs["dynamic_recompile"]), ["dynamic_shape"])
     ev = f.evidence["ops"]["l1/MatMulV2"]
-    assert f.ops == ["l1/MatMulV2"] and ev["launches"] == sc.ITER and ev["host_launch_us"] > 0
-    assert abs(f.time_at_stake_ns - injected) <= 0.10 * max(injected, 1000)
-    assert findings(good, ["dynamic_shape"]) == []
+    assert ev["launches"] == sc.ITER and ev["host_launch_us"] >= sc.ITER * 300
+    # the same idle time is not reported again as host-bound launch
+    assert findings(msprof_py.load(runs["dynamic_recompile"]), ["host_bound"]) == []
     # single-operator calls are launched per call by design: not flagged
     assert findings(msprof_py.load(runs["script_clean"]), ["dynamic_shape"]) == []
 
@@ -55,17 +58,23 @@ def _no_pmu(s):
 
 
 def test_clean_runs_are_silent(runs) -> None:
-    """Silent but for the PMU's memory-bound element-wise ops (tested below)."""
-    for k in ("clean", "script_clean"):
-        assert advise(_no_pmu(msprof_py.load(runs[k]))).empty, k
-        assert set(advise(msprof_py.load(runs[k]))["rule"]) <= {"memory_bound"}, k
+    for k in ("clean", "script_clean", "dynamic"):
+        s = msprof_py.load(runs[k])
+        assert len(s.pmu), k  # the simulated PMU ran: its rules were not skipped
+        assert advise(s).empty, (k, advise(s)[["rule", "ops"]])
 
 
-def test_simulated_pmu_marks_elementwise_memory_bound(runs) -> None:
-    s = msprof_py.load(runs["clean"])
-    (mem,) = findings(s, ["memory_bound"])
-    assert mem.ops and not [o for o in mem.ops if "MatMul" in o]
-    assert findings(s, ["low_utilisation"]) == []
+def test_elementwise_ops_at_full_bandwidth_are_not_memory_bound_findings(runs) -> None:
+    """The element-wise ops of the clean run keep MTE2 busy (memory-bound by nature) at the
+    bandwidth the device reaches: nothing to gain but fusion, so no finding; the single-core Add
+    moves the same bytes at 1/16 of that bandwidth."""
+    s = msprof_py.load(runs["low_bandwidth"])
+    t = s.tasks.merge(s.pmu, on=["device_id", "stream_id", "task_id", "context_id", "start_ns"])
+    adds = t[t["op_type"].astype(str) == "Add"]
+    assert (adds["aiv_mte2_ratio"] > 0.8).all()
+    (f,) = findings(s, ["memory_bound"])
+    assert f.ops == ["l2/Add"] and f.evidence["ops"]["l2/Add"]["bandwidth_gbps"] < 0.1 * f.evidence[
+        "reference_bandwidth_gbps"]
 
 
 def test_exposed_communication_on_two_devices(tmp_path) -> None:
@@ -81,9 +90,8 @@ def test_exposed_communication_on_two_devices(tmp_path) -> None:
 
 
 def test_pmu_rules_read_msprof_column_names(runs) -> None:
-    """No PMU data in the simulator yet (the pmu branch adds it): the rules are tested on a
-    session whose tasks carry msprof's op_summary PMU columns, set by hand, and are silent
-    without them."""
+    """The rules read msprof's op_summary PMU columns from the tasks table too (set by hand here),
+    and are silent without PMU data."""
     s = _no_pmu(msprof_py.load(runs["clean"]))
     assert findings(s, ["low_utilisation", "memory_bound"]) == []
     t = s.tasks.copy()
@@ -94,11 +102,11 @@ def test_pmu_rules_read_msprof_column_names(runs) -> None:
     t["aic_mte2_ratio"] = np.where(add, 0.9, np.where(mm, 0.3, np.nan))
     s.tasks = t
     low = findings(s, ["low_utilisation"])
-    mem = findings(s, ["memory_bound"])
     assert sorted(low[0].ops) == ["l1/MatMulV2", "l2/MatMulV2"]
-    assert sorted(mem[0].ops) == ["l1/Add", "l2/Add"]
+    # both Adds memory-bound at the same bandwidth: memory-bound by nature, not a finding
+    assert findings(s, ["memory_bound"]) == []
     dev = t[(t["start_ns"] >= 0) & names.str.contains("MatMul")]["dur_ns"].sum()
-    assert low[0].time_at_stake_ns == pytest.approx(0.8 * dev, rel=1e-6)
+    assert low[0].time_at_stake_ns == pytest.approx(dev * (1 - 0.2 / 0.7), abs=1)
 
 
 def test_advise_api_returns_a_dataframe(runs) -> None:

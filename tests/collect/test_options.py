@@ -32,10 +32,12 @@ def test_file_source(tmp_path: Path) -> None:
 
 def test_unknown_and_inert_keys_warn() -> None:
     w = WarningLog()
-    opts = load_options({"colour": "blue", "aicpu": "on"}, w)
+    opts = load_options({"colour": "blue", "sys_hardware_mem": "on", "aicpu": "on"}, w)
     assert any("unknown profiling option 'colour'" in m for m in w)
-    assert any("'aicpu' has no effect" in m for m in w)
-    assert opts.extra == {"aicpu": "on"}
+    assert any("'sys_hardware_mem' has no effect" in m for m in w)
+    assert opts.extra == {"sys_hardware_mem": "on"}
+    assert (opts.aicpu, opts.l2, opts.msproftx) == ("on", "off", "off")  # collected switches, off by default
+    assert not any("aicpu" in m for m in w)
 
 
 @pytest.mark.parametrize("text, match", [

@@ -69,5 +69,7 @@ def test_every_exporter_has_a_golden_file() -> None:
             assert any(n.startswith("msprof_") and n.endswith(".db.dump") for n in names), key
         elif ex.name in ("thread_group", "ge_op_execute", "communication_statistic", "fusion_op", "hccl"):
             continue  # data-dependent; covered by test_exporters.py on the synthetic session
+        elif ex.name in ("aicpu", "dp", "l2_cache", "msprof_tx"):
+            continue  # switched off in the fixture; golden files of their own in test_counters.py
         else:
             assert any(n.startswith(ex.name + "_") or n.startswith(ex.name + ".") for n in names), key

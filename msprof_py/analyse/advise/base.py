@@ -111,17 +111,24 @@ def overlap_ns(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_en
 
 
 def windows(session: Any, device_id: int) -> pd.DataFrame:
-    """Iteration windows of a device: ``iter_id, start_ns, end_ns`` (step start .. step end).
+    """Iteration windows of a device: ``iter_id, start_ns, end_ns``: from the first task of the
+    iteration (its input copies and the dynamic-shape ops GE launches before the model's first
+    task, which carries the step-start tag) or the step start if earlier, to the step end.  The
+    host time between iterations (the previous step end .. the next execution's first task) is
+    not inside (msprof's data-aug bound).
 
     Without step trace (single-op scripts) the whole span of the device's tasks is one window
     with iter_id 0."""
     st = session.steps
     st = st[st["device_id"] == device_id]
-    if len(st):
-        return pd.DataFrame({"iter_id": st["iter_id"].to_numpy(np.int64), "start_ns": st["step_start_ns"].to_numpy(),
-                             "end_ns": st["step_end_ns"].to_numpy()})
     t = device_tasks(session)
     t = t[t["device_id"] == device_id]
+    if len(st):
+        it = st["iter_id"].to_numpy(np.int64)
+        first = t[t["iter_id"] > 0].groupby("iter_id")["start_ns"].min().reindex(it).to_numpy(np.float64)
+        start = st["step_start_ns"].to_numpy(np.int64)
+        start = np.where(np.isnan(first), start, np.minimum(start, np.nan_to_num(first, nan=0).astype(np.int64)))
+        return pd.DataFrame({"iter_id": it, "start_ns": start, "end_ns": st["step_end_ns"].to_numpy()})
     if not len(t):
         return pd.DataFrame({"iter_id": [], "start_ns": [], "end_ns": []}, dtype=np.int64)
     return pd.DataFrame({"iter_id": [0], "start_ns": [int(t["start_ns"].min())], "end_ns": [int(t["end_ns"].max())]})

@@ -23,16 +23,24 @@ AI_CORE_OP_TYPES = frozenset({
     "OneHot", "OneHotD", "Cumsum", "CumsumD", "ScatterNdUpdate", "Addcmul", "MseLossGrad", "Spence",
 })
 INVALID_MODEL = 4294967295
+MIN_SHARE = 0.01  # dynamic-shape launches must cost the device >= 1% of the iteration time
 SHAPE_KEY = ["op_type", "input_shapes", "input_data_types"]
+# identical work: also the same outputs (a Conv2DBackpropFilter's filter size is an attribute, not
+# an input: 1x1 and 3x3 weight gradients of the same activations have the same inputs)
+TWIN_KEY = SHAPE_KEY + ["input_formats", "output_shapes", "output_data_types", "output_formats"]
 
 
 def _per_op(t: pd.DataFrame) -> pd.DataFrame:
     g = t.groupby("op_name", observed=True)
     return pd.DataFrame({"op_type": g["op_type"].first().astype(str), "n": g.size(),
                          "total_ns": g["dur_ns"].sum(), "mean_ns": g["dur_ns"].mean(),
+                         "median_ns": g["dur_ns"].median(),
                          "input_shapes": g["input_shapes"].first().astype(str),
                          "input_data_types": g["input_data_types"].first().astype(str),
                          "input_formats": g["input_formats"].first().astype(str),
+                         "output_shapes": g["output_shapes"].first().astype(str),
+                         "output_data_types": g["output_data_types"].first().astype(str),
+                         "output_formats": g["output_formats"].first().astype(str),
                          "streams": g["stream_id"].unique(), "iterations": g["iter_id"].unique()})
 
 
@@ -79,10 +87,14 @@ def aicpu_ops(session: Any) -> list[Finding]:
 
 @rule("dynamic_shape")
 def dynamic_ops(session: Any) -> list[Finding]:
-    """Dynamic-shape ops (node_basic_info op_state "dynamic"): GE launches them from the host in
-    every execution instead of replaying them with the model.  Time at stake: the device idle
-    time spent waiting for their launches (gap before each dynamic task opened after its launch
-    began)."""
+    """Dynamic-shape ops (node_basic_info op_state "dynamic") of a model: GE infers their shapes,
+    tiles (and on a kernel-cache miss compiles) and launches them from the host in every
+    execution instead of replaying them with the model.  That host work costs the run only when
+    the device waits for it, so the time at stake is the device idle time that ended with a
+    dynamic op whose launch began after the device ran dry (:func:`schedule.idle_gaps`, cause
+    "dynamic"); reported from :data:`MIN_SHARE` of the iteration time."""
+    from msprof_py.analyse.advise.schedule import idle_gaps, span_ns
+
     out = []
     t = device_tasks(session)
     api = session.api
@@ -95,86 +107,67 @@ def dynamic_ops(session: Any) -> list[Finding]:
         relaunched = ops[ops["n"] > 1]
         if not len(relaunched):
             continue
-        waits = _launch_waits(td, api)
-        dyn_ix = dyn.index[dyn["op_name"].isin(relaunched.index)]
-        per_op = waits.reindex(dyn_ix).fillna(0).groupby(dyn.loc[dyn_ix, "op_name"].astype(str)).sum()
-        per_op = per_op.reindex(relaunched.index.astype(str)).fillna(0)
+        g = idle_gaps(session, int(dev))
+        g = g[(g["cause"] == "dynamic") & g["next_op"].isin(relaunched.index.astype(str))]
+        span = span_ns(session, int(dev))
+        if not span or g["dur_ns"].sum() < MIN_SHARE * span:
+            continue
+        per_op = g.groupby("next_op")["dur_ns"].sum()
+        relaunched = relaunched[relaunched.index.astype(str).isin(per_op.index)]
         labels, vals = top(per_op)
         node = api[(api["level"].astype(str) == "node") & api["item_id"].astype(str).isin(relaunched.index.astype(str))]
         host = node.groupby(node["item_id"].astype(str))["dur_ns"].sum()
         out.append(Finding(
             "dynamic_shape", PROCESSING, int(dev),
-            f"{len(relaunched)} dynamic-shape operator(s) are launched from the host in every execution "
-            f"({int(relaunched['n'].sum())} launches)",
+            f"{len(relaunched)} dynamic-shape operator(s) are prepared and launched from the host in every "
+            f"execution and the device waits for them ({100 * per_op.sum() / span:.1f}% of the iteration time)",
             "Give them static shapes (pad / bucket the input, set the dynamic dims at model build) so GE "
-            "compiles them once and replays them with the model.",
+            "compiles them once and replays them with the model; keep the shapes few so the kernel cache hits.",
             int(per_op.sum()), list(relaunched.index.astype(str)), _ints(relaunched["iterations"]),
             _ints(relaunched["streams"]),
             {"ops": {str(n): {"type": r.op_type, "launches": int(r.n), "device_us": us(r.total_ns),
                               "device_wait_us": us(per_op.get(str(n), 0)),
                               "host_launch_us": us(host.get(str(n), 0))} for n, r in relaunched.iterrows()},
-             "estimate": "device idle time before each dynamic task whose launch began after the device ran dry "
-                         "(host_launch_us: the host's launch time, which only costs the device when it waits)"},
+             "span_us": us(span),
+             "estimate": "device idle time ended by a dynamic op whose launch began after the device ran dry "
+                         "(host_launch_us: the host's Node launch time, which costs the device only when it waits)"},
             Plot("device wait for the host launch of dynamic ops", labels, vals)))
     return out
 
 
-def _launch_waits(td: pd.DataFrame, api: pd.DataFrame) -> pd.Series:
-    """Per task (index of ``td``): the idle time the device spent before it, if the device was
-    idle (no task of any stream running) and the task's launch call began inside that gap."""
-    from msprof_py.analyse.advise.base import merge_intervals
-
-    s0, s1 = merge_intervals(td["start_ns"].to_numpy(), td["end_ns"].to_numpy())
-    start = td["start_ns"].to_numpy(np.int64)
-    k = np.searchsorted(s0, start, side="right") - 1  # the busy interval the task starts
-    gap_start = np.where(k > 0, s1[np.clip(k - 1, 0, None)], -1)
-    opens = (k > 0) & (s0[np.clip(k, 0, None)] == start)
-    launch = _launch_start(td, api)
-    host_wait = opens & (launch > gap_start) & (gap_start >= 0)
-    return pd.Series(np.where(host_wait, start - gap_start, 0), index=td.index)
-
-
-def _launch_start(td: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
-    """Start time of the host launch call (connection_id) of each task; -1 if unknown."""
-    if not len(api):
-        return np.full(len(td), -1, np.int64)
-    end = pd.Series(api["start_ns"].to_numpy(), index=api["connection_id"].to_numpy())
-    end = end[~end.index.duplicated()]
-    return end.reindex(td["connection_id"].to_numpy()).fillna(-1).to_numpy(np.int64)
-
-
 @rule("aoe_candidates")
 def aoe_candidates(session: Any) -> list[Finding]:
-    """AI Core ops slower than the fastest op of the same type, input shapes, dtypes and
+    """AI Core ops slower than the fastest op of the same type, input and output shapes, dtypes and
     formats in the run (a worse kernel / tiling / format for the same work), plus the ops PMU
     data shows at low utilisation (see :mod:`pmu`).  Written as a tune-ops file for AOE.  Time
-    at stake: (mean - twin's mean) x count."""
+    at stake: (median - twin's median) x count (medians: an op slow in a few iterations only is the
+unbalanced-iterations rule's, not a kernel AOE can tune)."""
     out = []
     for dev, td in device_tasks(session).groupby("device_id"):
         core = td[td["task_type"].astype(str).isin(AI_CORE_TASK_TYPES) & (td["op_type"].astype(str) != "N/A")]
         if not len(core):
             continue
         ops = _per_op(core)
-        key = [ops[c] for c in SHAPE_KEY + ["input_formats"]]
-        ops["twin_mean_ns"] = ops.groupby(key)["mean_ns"].transform("min")
-        ops["twin"] = ops.groupby(key)["mean_ns"].transform("idxmin")
-        ops["saving_ns"] = (ops["mean_ns"] - ops["twin_mean_ns"]) * ops["n"]
+        key = [ops[c] for c in TWIN_KEY]
+        ops["twin_ns"] = ops.groupby(key)["median_ns"].transform("min")
+        ops["twin"] = ops.groupby(key)["median_ns"].transform("idxmin")
+        ops["saving_ns"] = (ops["median_ns"] - ops["twin_ns"]) * ops["n"]
         total = core["dur_ns"].sum()
         # slower than its twin by more than jitter (10%) and worth >= 1% of AI Core time
-        slow = ops[(ops["mean_ns"] > 1.10 * ops["twin_mean_ns"]) & (ops["saving_ns"] >= 0.01 * total)]
+        slow = ops[(ops["median_ns"] > 1.10 * ops["twin_ns"]) & (ops["saving_ns"] >= 0.01 * total)]
         if not len(slow):
             continue
         slow = slow.sort_values("saving_ns", ascending=False)
         labels, vals = top(slow["saving_ns"])
         out.append(Finding(
             "aoe_candidates", METRICS, int(dev),
-            f"{len(slow)} operator(s) run slower than identical operators (same type, shapes, dtypes, "
-            f"formats) in the same run",
+            f"{len(slow)} operator(s) run slower than identical operators (same type, input and output shapes, "
+            f"dtypes, formats) in the same run",
             "Tune them with AOE operator tuning: msprof-py tune --job_type 2 --tune_ops_file <the tune-ops file>.",
             int(slow["saving_ns"].sum()), list(slow.index.astype(str)), _ints(slow["iterations"]),
             _ints(slow["streams"]),
-            {"ops": {str(n): {"type": r.op_type, "count": int(r.n), "mean_us": us(r.mean_ns),
-                              "twin": str(r.twin), "twin_mean_us": us(r.twin_mean_ns)} for n, r in slow.iterrows()},
-             "estimate": "(mean - mean of the fastest identical op) x count"},
+            {"ops": {str(n): {"type": r.op_type, "count": int(r.n), "median_us": us(r.median_ns),
+                              "twin": str(r.twin), "twin_median_us": us(r.twin_ns)} for n, r in slow.iterrows()},
+             "estimate": "(median - median of the fastest identical op) x count"},
             Plot("time above the identical op's, per op", labels, vals)))
     return out

@@ -17,10 +17,20 @@ from msprof_py.analyse.advise.base import COMPUTATION, MEMORY, Finding, Plot, de
 CUBE_COLS = ("aic_mac_ratio", "aic_mac_ratio_extra", "aiv_mac_ratio", "mac_ratio", "mac_exe_ratio")
 VEC_COLS = ("aiv_vec_ratio", "aic_vec_ratio", "vec_ratio", "vec_exe_ratio")
 MTE2_COLS = ("aic_mte2_ratio", "aiv_mte2_ratio", "mte2_ratio", "mte2_exe_ratio")
+BUSY_COLS = ("aic_total_time", "aiv_total_time", "total_time", "aicore_time")  # us: the PMU's busy time
 KEY = ["device_id", "stream_id", "task_id", "context_id", "start_ns"]
 LOW_UTIL = 0.5  # compute pipes busy under half the task time
+# what a tuned kernel sustains on its busiest compute pipe (CANN's GEMM / conv kernels keep the
+# cube 70-80% busy); the reference when no op of the same type in the run does better
+TARGET_UTIL = 0.7
 MEMORY_BOUND = 0.8  # MTE2 (GM -> UB/L1) busy over 80% of the task time
+LOW_BANDWIDTH = 0.5  # ... and moving its bytes at under half the bandwidth the run's best op reaches
 MIN_SHARE = 0.01  # an op must take >= 1% of the device time
+MIN_BYTES = 1 << 20  # memory-bound ops must move >= 1 MiB per execution to be judged on bandwidth
+# bytes per element of GE's data types (op_summary names, with or without msprof's DT_ prefix)
+DTYPE_BYTES = {"FLOAT": 4, "FLOAT32": 4, "FLOAT16": 2, "BF16": 2, "INT8": 1, "UINT8": 1, "INT16": 2, "UINT16": 2,
+               "INT32": 4, "UINT32": 4, "INT64": 8, "UINT64": 8, "DOUBLE": 8, "BOOL": 1, "COMPLEX64": 8,
+               "HIFLOAT8": 1, "FLOAT8_E5M2": 1, "FLOAT8_E4M3FN": 1, "INT4": 0.5}
 
 
 def pmu_columns(session: Any) -> list[str]:
@@ -36,7 +46,7 @@ def pmu_tasks(session: Any) -> pd.DataFrame:
     pmu = getattr(session, "pmu", None)
     if pmu is None or not len(pmu) or not set(KEY) <= set(pmu.columns):
         return t
-    cols = [c for c in CUBE_COLS + VEC_COLS + MTE2_COLS if c in pmu.columns and c not in t.columns]
+    cols = [c for c in CUBE_COLS + VEC_COLS + MTE2_COLS + BUSY_COLS if c in pmu.columns and c not in t.columns]
     p = pmu[KEY + cols].drop_duplicates(KEY)
     return t.merge(p, on=KEY, how="left").set_axis(t.index)
 
@@ -48,29 +58,76 @@ def _max_of(t: pd.DataFrame, cols: tuple[str, ...]) -> pd.Series:
     return t[have].apply(pd.to_numeric, errors="coerce").max(axis=1)
 
 
+def busy_ns(t: pd.DataFrame) -> pd.Series:
+    """Per task: the time its AI Core / Vector cores ran (the PMU's total time, which the pipe
+    ratios are shares of; the task's duration also holds its launch and scheduling), at most
+    the duration; the duration without PMU data."""
+    b = _max_of(t, BUSY_COLS) * 1000.0
+    d = t["dur_ns"].astype(np.float64)
+    return b.where(b > 0).clip(upper=d).fillna(d)
+
+
 def _per_op(t: pd.DataFrame, value: pd.Series) -> pd.DataFrame:
-    g = t.assign(v=value).groupby("op_name", observed=True)
-    return pd.DataFrame({"total_ns": g["dur_ns"].sum(), "value": g["v"].mean(), "n": g.size()})
+    g = t.assign(v=value, busy=busy_ns(t)).groupby("op_name", observed=True)
+    return pd.DataFrame({"total_ns": g["dur_ns"].sum(), "busy_ns": g["busy"].sum(), "value": g["v"].mean(),
+                         "n": g.size(),
+                         "op_type": g["op_type"].first().astype(str)})
+
+
+def tensor_bytes(shapes: str, dtypes: str) -> float:
+    """Bytes of the tensors of one op_summary cell pair (``'8,16;16'``, ``'FLOAT16;FLOAT'``); NaN
+    if a shape or a data type is unknown."""
+    if shapes in ("", "N/A") or dtypes in ("", "N/A"):
+        return float("nan")
+    total = 0.0
+    for shp, dt in zip(shapes.split(";"), dtypes.split(";")):
+        width = DTYPE_BYTES.get(dt.strip().removeprefix("DT_"))
+        if width is None:
+            return float("nan")
+        try:
+            total += float(np.prod([int(x) for x in shp.split(",") if x.strip() != ""])) * width
+        except ValueError:
+            return float("nan")
+    return total
+
+
+def op_bytes(t: pd.DataFrame) -> pd.Series:
+    """Per op name: bytes read and written once (inputs + outputs, from the shapes and data types)."""
+    g = t.groupby("op_name", observed=True)
+    first = pd.DataFrame({c: g[c].first().astype(str) for c in ("input_shapes", "input_data_types",
+                                                              "output_shapes", "output_data_types")})
+    return pd.Series([tensor_bytes(r.input_shapes, r.input_data_types) + tensor_bytes(r.output_shapes,
+                                                                                       r.output_data_types)
+                      for r in first.itertuples()], index=first.index, dtype=np.float64)
 
 
 @rule("low_utilisation")
 def low_utilisation(session: Any) -> list[Finding]:
     """AI Core ops whose busiest compute pipe (cube or vector) is under 50% and that are not
-    memory-bound.  Time at stake: total x (1 - utilisation) (what a kernel at full pipe use saves)."""
+    memory-bound.  Time at stake: busy time (the PMU's total time) x (1 - utilisation / target), target = the best mean
+    utilisation of an op of the same type in the run, at least :data:`TARGET_UTIL` (a kernel
+    that keeps its pipe as busy as the good kernel does the same work in that share of the time)."""
     if not pmu_columns(session):
         return []
     out = []
     for dev, td in pmu_tasks(session).groupby("device_id"):
         util = pd.concat([_max_of(td, CUBE_COLS), _max_of(td, VEC_COLS)], axis=1).max(axis=1)
         mte2 = _max_of(td, MTE2_COLS)
-        ok = util.notna() & (util < LOW_UTIL) & ~(mte2 > MEMORY_BOUND)
+        has = util.notna()
+        if not has.any():
+            continue
+        every = _per_op(td[has], util[has])
+        best = every.groupby("op_type")["value"].transform("max").clip(lower=TARGET_UTIL)
+        ok = has & (util < LOW_UTIL) & ~(mte2 > MEMORY_BOUND)
         if not ok.any():
             continue
         ops = _per_op(td[ok], util[ok])
         ops = ops[ops["total_ns"] >= MIN_SHARE * td["dur_ns"].sum()]
         if not len(ops):
             continue
-        ops["saving_ns"] = ops["total_ns"] * (1 - ops["value"])
+        ops["target"] = best.reindex(ops.index)
+        ops["saving_ns"] = ops["busy_ns"] * (1 - ops["value"] / ops["target"]).clip(lower=0)
+        ops = ops.sort_values("saving_ns", ascending=False)
         labels, vals = top(ops["saving_ns"])
         out.append(Finding(
             "low_utilisation", COMPUTATION, int(dev),
@@ -78,38 +135,56 @@ def low_utilisation(session: Any) -> list[Finding]:
             "Improve tiling / block dim (AOE operator tuning), use the cube-friendly format (FRACTAL_NZ) and "
             "aligned shapes (multiples of 16).",
             int(ops["saving_ns"].sum()), list(ops.index.astype(str)), [], [],
-            {"ops": {str(n): {"utilisation": round(float(r.value), 3), "total_us": us(r.total_ns)}
-                     for n, r in ops.iterrows()}, "estimate": "total x (1 - utilisation)"},
-            Plot("time not using the compute pipes, per op", labels, vals)))
+            {"ops": {str(n): {"type": r.op_type, "utilisation": round(float(r.value), 3),
+                              "target": round(float(r.target), 3), "total_us": us(r.total_ns),
+                              "busy_us": us(r.busy_ns)}
+                     for n, r in ops.iterrows()},
+             "estimate": "busy time x (1 - utilisation / target); target: the best utilisation of the same op type "
+                         f"in the run, at least {TARGET_UTIL}"},
+            Plot("time a kernel at the target utilisation would save, per op", labels, vals)))
     return out
 
 
 @rule("memory_bound")
 def memory_bound(session: Any) -> list[Finding]:
-    """Ops whose MTE2 (global-memory reads) is busy over 80% of the task time (msprof's
-    "Low data memory handling efficiency").  Time at stake: total x (mte2 - compute utilisation)."""
+    """Memory-bound ops (MTE2 busy over 80% of the task time) that move their bytes (inputs +
+    outputs, from the shapes; at least 1 MiB per execution) over their busy time at under half the
+    bandwidth the run's fastest such op reaches on that device: msprof's "Low data memory handling efficiency" (too few blocks, a
+    poor access pattern or format).  Ops at the device's bandwidth are memory-bound by nature
+    (element-wise ops) and not flagged: only fusing them away would help.  Time at stake:
+    busy time - bytes / that bandwidth."""
     if not pmu_columns(session):
         return []
     out = []
     for dev, td in pmu_tasks(session).groupby("device_id"):
         mte2 = _max_of(td, MTE2_COLS)
-        util = pd.concat([_max_of(td, CUBE_COLS), _max_of(td, VEC_COLS)], axis=1).max(axis=1).fillna(0)
         ok = mte2 > MEMORY_BOUND
         if not ok.any():
             continue
-        ops = _per_op(td[ok], (mte2 - util)[ok].clip(lower=0))
-        ops = ops[ops["total_ns"] >= MIN_SHARE * td["dur_ns"].sum()]
+        ops = _per_op(td[ok], mte2[ok])
+        ops["bytes"] = op_bytes(td[ok]).reindex(ops.index) * ops["n"]
+        ops["bw"] = ops["bytes"] / ops["busy_ns"]  # bytes per ns = GB/s, over the cores' busy time
+        # ops moving under 1 MiB per run are latency-bound (a few us on few blocks), not bandwidth-bound
+        ops = ops[ops["bw"].notna() & (ops["bw"] > 0) & (ops["bytes"] >= MIN_BYTES * ops["n"])]
         if not len(ops):
             continue
-        ops["saving_ns"] = ops["total_ns"] * ops["value"]
-        labels, vals = top(ops["saving_ns"])
+        best = float(ops["bw"].max())
+        slow = ops[(ops["bw"] < LOW_BANDWIDTH * best) & (ops["total_ns"] >= MIN_SHARE * td["dur_ns"].sum())].copy()
+        if not len(slow):
+            continue
+        slow["saving_ns"] = (slow["busy_ns"] - slow["bytes"] / best).clip(lower=0)
+        slow = slow.sort_values("saving_ns", ascending=False)
+        labels, vals = top(slow["saving_ns"])
         out.append(Finding(
             "memory_bound", MEMORY, int(dev),
-            f"{len(ops)} operator(s) are memory-bound (MTE2 busy over {int(MEMORY_BOUND * 100)}% of the task time)",
-            "Low data memory handling efficiency: fuse them with their producer/consumer, reuse data in "
-            "UB/L1 (tiling), use lower precision, avoid format conversions (TransData).",
-            int(ops["saving_ns"].sum()), list(ops.index.astype(str)), [], [],
-            {"ops": {str(n): {"mte2_minus_compute": round(float(r.value), 3), "total_us": us(r.total_ns)}
-                     for n, r in ops.iterrows()}, "estimate": "total x (mte2 ratio - compute ratio)"},
-            Plot("memory-bound time, per op", labels, vals)))
+            f"{len(slow)} memory-bound operator(s) (MTE2 busy over {int(MEMORY_BOUND * 100)}% of the task time) move "
+            f"their data at under {int(LOW_BANDWIDTH * 100)}% of the {best:.0f} GB/s this device reaches",
+            "Low data memory handling efficiency: raise the block dim (use every core), tile so each block reads "
+            "contiguous data (format / alignment), avoid format conversions (TransData); AOE operator tuning.",
+            int(slow["saving_ns"].sum()), list(slow.index.astype(str)), [], [],
+            {"ops": {str(n): {"type": r.op_type, "mte2_ratio": round(float(r.value), 3), "total_us": us(r.total_ns),
+                              "bandwidth_gbps": round(float(r.bw), 1)} for n, r in slow.iterrows()},
+             "reference_bandwidth_gbps": round(best, 1),
+             "estimate": "busy time - bytes (inputs + outputs) / the best bandwidth of a memory-bound op in the run"},
+            Plot("time above the run's best bandwidth, per op", labels, vals)))
     return out

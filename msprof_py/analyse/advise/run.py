@@ -19,7 +19,7 @@ from msprof_py.parse.session import Session
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 TUNE_OPS_FILE = "aoe_tune_ops.json"
-TUNE_RULES = ("aoe_candidates", "low_utilisation")
+TUNE_RULES = ("aoe_candidates", "low_utilisation", "memory_bound")
 FORMATS = ("text", "json", "html")
 
 

@@ -6,7 +6,9 @@ span for runs without step trace) between the merged intervals of every task on 
 and each gap gets one cause: ``launch`` (a launch call of the device began inside the gap: the
 device waited for the host), ``sync`` (the same, and the device's host thread was blocked in
 aclrtSynchronizeStream/Device when the device ran dry, so the launch came only after it
-returned), else ``other`` (waits on events / other devices)."""
+returned), ``dynamic`` (the same, and the task that ended the gap is a dynamic-shape op of a
+model: GE relaunches it from the host every execution, :func:`ops.dynamic_ops`), else ``other``
+(waits on events / other devices)."""
 from __future__ import annotations
 
 from typing import Any
@@ -20,14 +22,17 @@ from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, 
 SYNC_APIS = frozenset({"aclrtSynchronizeStream", "aclrtSynchronizeDevice", "aclrtSynchronizeStreamWithTimeout",
                        "aclrtSynchronizeEvent"})
 MIN_SHARE = 0.05  # a cause must cost >= 5% of the iteration time to be reported
+INVALID_MODEL = 4294967295  # model_id of tasks launched outside a model (single ops)
 UNBALANCED_X = 1.10  # an iteration 10% above the median is unbalanced
 
 
 def idle_gaps(session: Any, device_id: int) -> pd.DataFrame:
     """Idle gaps of one device inside its iteration windows: ``iter_id, start_ns, end_ns, dur_ns,
-    cause`` (cause: sync / launch / other, see the module doc)."""
+    cause, next_op`` (cause: sync / launch / dynamic / other, see the module doc; next_op: the op
+    name of the task that ended the gap)."""
     t = device_tasks(session)
     t = t[t["device_id"] == device_id]
+    t = t.sort_values("start_ns", kind="stable")
     g0, g1 = gaps(t["start_ns"].to_numpy(), t["end_ns"].to_numpy())
     win = windows(session, device_id)
     it = in_windows(g0, g1, win)
@@ -48,10 +53,15 @@ def idle_gaps(session: Any, device_id: int) -> pd.DataFrame:
         s0, s1 = s0[o], s1[o]
         k = np.searchsorted(s0, g0, side="right") - 1
         cause[launched & (k >= 0) & (s1[np.clip(k, 0, None)] >= g0)] = "sync"
-    return pd.DataFrame({"iter_id": it, "start_ns": g0, "end_ns": g1, "dur_ns": g1 - g0, "cause": cause})
+    nxt = np.clip(np.searchsorted(t["start_ns"].to_numpy(np.int64), g1, side="left"), 0, max(len(t) - 1, 0))
+    nt = t.iloc[nxt] if len(t) else t
+    dynamic = ((nt["op_state"].astype(str) == "dynamic") & (nt["model_id"] != INVALID_MODEL)).to_numpy(bool)
+    cause[launched & dynamic] = "dynamic"
+    return pd.DataFrame({"iter_id": it, "start_ns": g0, "end_ns": g1, "dur_ns": g1 - g0, "cause": cause,
+                         "next_op": nt["op_name"].astype(str).to_numpy() if len(t) else np.array([], object)})
 
 
-def _span(session: Any, dev: int) -> int:
+def span_ns(session: Any, dev: int) -> int:
     w = windows(session, dev)
     return int((w["end_ns"] - w["start_ns"]).sum())
 
@@ -61,7 +71,7 @@ def _gap_finding(session: Any, cause: str) -> list[Finding]:
     for dev in sorted(int(d) for d in device_tasks(session)["device_id"].unique()):
         g = idle_gaps(session, dev)
         g = g[g["cause"] == cause]
-        span = _span(session, dev)
+        span = span_ns(session, dev)
         lost = int(g["dur_ns"].sum())
         if not span or lost < MIN_SHARE * span:
             continue
