@@ -24,6 +24,7 @@ from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, W
 from msprof_py.export import base
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
 from msprof_py.export.session_access import device_ids
+from msprof_py.memory import release_freed_memory
 from msprof_py.parse import cache
 from msprof_py.parse.session import Session
 
@@ -124,6 +125,7 @@ def export(path: str | Path, options: ExportOptions,
     """
     import msprof_py.export  # noqa: F401  (registers every exporter)
 
+    release_freed_memory()  # freed columns go back to the system between parse and exporters
     if (options.model_id is None) != (options.iteration_id is None):
         raise InvalidParamError(IDS_TOGETHER)
     result = ExportResult()
