@@ -24,7 +24,7 @@ from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, W
 from msprof_py.export import base
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
 from msprof_py.export.session_access import device_ids
-from msprof_py.memory import release_freed_memory
+from msprof_py.memory import release_freed_memory, trim
 from msprof_py.parse import cache
 from msprof_py.parse.session import Session
 
@@ -191,6 +191,7 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
                 paths = ex.write(src, target, naming.for_device(dev), ctx)
             except OSError as err:  # one line naming the file, whatever the exporter was doing
                 raise _write_error(err, target) from None
+            trim()  # this exporter's freed tables back to the system before the next one
             written += [(ex, p) for p in paths]
             log_lines += [f"[INFO] wrote {p.name} ({p.stat().st_size} bytes)" for p in paths]
             if bar is not None:

@@ -339,8 +339,10 @@ def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_op
     profiling marker (extended by Computing / Communication)."""
     if len(tasks) == 0 and len(comm_ops) == 0:
         return
-    names = np.asarray(display_names(tasks), dtype=object) if len(tasks) else np.array([], dtype=object)
-    comm_kernel = np.array([str(n).endswith(COMM_KERNEL_SUFFIXES) for n in names], dtype=bool)
+    names = display_names(tasks) if len(tasks) else as_cat(np.array([], dtype=object))
+    # per distinct name, not per row
+    comm_kernel = np.array([str(n).endswith(COMM_KERNEL_SUFFIXES) for n in names.categories], dtype=bool)[
+        np.asarray(names.codes, dtype=np.intp)] if len(names) else np.zeros(0, bool)
     comp = tasks[op_info(tasks) & ~comm_kernel & ~cat_isin(task_types(tasks), ["COMMUNICATION", "HCCL_AI_CPU"])] \
         if len(tasks) else tasks
     c_s = _i64(comp["start_ns"]) if len(comp) else np.array([], np.int64)
@@ -441,9 +443,10 @@ def build_timeline(session: Session, device_id: int, ctx: ExportContext) -> Time
         tl.slices += step_trace_slices(session, device_id, tl.meta)
     comm_ops = communication_layer(session, device_id, tl) if ctx.layer_on("communication") \
         else session.communication.iloc[:0]
-    if ctx.layer_on("overlap_analyse"):
-        all_tasks = shown_tasks(session, device_id)
+    if ctx.layer_on("overlap_analyse"):  # the hardware layer's rows are shown_tasks already: not twice
+        all_tasks = tasks if ctx.layer_on("ascend") else shown_tasks(session, device_id)
         overlap_layer(session, device_id, all_tasks, of_device(session.communication, device_id), tl)
+        del all_tasks
     if ctx.layer_on("freq"):
         tl.counters += pmu_export.freq_counters(session, device_id, tl.meta, _device_pid(session, device_id),
                                                 SORT_ASCEND_HW)

@@ -24,7 +24,7 @@ from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import device_ids, device_info
 from msprof_py.parse.session import Session
-from msprof_py.export.views import api_names, shown_tasks, task_types
+from msprof_py.export.views import api_names, as_cat, cat_isin, shown_tasks, task_types
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "STRING_IDS": [("id", "INTEGER"), ("value", "TEXT")],
@@ -187,6 +187,7 @@ def _fill(con: sqlite3.Connection, session: Session) -> None:
     # TASK + COMPUTE_TASK_INFO
     parts = [shown_tasks(session, d) for d in devs]
     t = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else None
+    del parts  # the per-device copies: only the concatenated table from here on
     if t is not None:
         n = len(t)
         gid = np.arange(n, dtype=np.int64)
@@ -197,18 +198,21 @@ def _fill(con: sqlite3.Connection, session: Session) -> None:
         ttype = sid.column(pd.Categorical(task_types(t)))
         _insert_cols(con, "TASK", start, start + dur, dev, _i64(t["connection_id"]), gid, gpid, ttype,
                      _i64(t["context_id"]), _i64(t["stream_id"]), _i64(t["task_id"]), _i64(t["model_id"]))
-        has_op = t["op_name"].astype(object).fillna("N/A").astype(str).to_numpy() != "N/A"
-        c = t[has_op]
+        has_op = ~cat_isin(as_cat(t["op_name"]), ["N/A"])  # codes, not one Python string per row
+
+        def c(col: str) -> pd.Series:  # one column of the rows with an op (not a copy of every column)
+            return t[col][has_op]
+
         g = gid[has_op]
-        m = len(c)
+        m = int(has_op.sum())
         na = np.full(m, sid.one("N/A"), np.int64)
         _insert_cols(
             con, "COMPUTE_TASK_INFO",
-            sid.column(c["op_name"]), g, _i64(c["block_num"]), _i64(c["mix_block_num"]), ttype[has_op],
-            sid.column(c["op_type"]), sid.column(c["input_formats"]), sid.column(c["input_data_types"]),
-            sid.column(_strip_quotes(c["input_shapes"])), sid.column(c["output_formats"]),
-            sid.column(c["output_data_types"]), sid.column(_strip_quotes(c["output_shapes"])), na,
-            sid.column(c["op_state"]), sid.column(c["hf32_eligible"]), na, na)
+            sid.column(c("op_name")), g, _i64(c("block_num")), _i64(c("mix_block_num")), ttype[has_op],
+            sid.column(c("op_type")), sid.column(c("input_formats")), sid.column(c("input_data_types")),
+            sid.column(_strip_quotes(c("input_shapes"))), sid.column(c("output_formats")),
+            sid.column(c("output_data_types")), sid.column(_strip_quotes(c("output_shapes"))), na,
+            sid.column(c("op_state")), sid.column(c("hf32_eligible")), na, na)
     # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
     pmu_export.db_tables(con, session, t, gid if t is not None else None, sid.one)
     # CANN_API
