@@ -23,11 +23,11 @@ from pandas.api.types import union_categoricals
 
 from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import NA_ID, api_of_device, device_ids, of_device
+from msprof_py.export.session_access import NA_ID, device_ids, of_device
 from msprof_py.export.summary_format import _stats, dbl, i64, quoted, stem, text  # noqa: F401  (re-exported)
 from msprof_py.export.table_writer import Col, write_table
 from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names, info_types, is_level0, shown_task_types,
-                                    shown_tasks, summary_tasks, task_time_tasks, task_types)
+                                    summary_tasks, task_time_tasks, task_types)
 from msprof_py.parse.session import Session
 
 OP_SUMMARY_HEADER = [
