@@ -21,6 +21,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +34,11 @@ _FULL = (errno.ENOSPC, errno.EDQUOT)
 TMP_RE = re.compile(r"^\..+\.(?P<pid>\d+)-[0-9a-f]{8}\.tmp$")
 SCRATCH_PREFIX = ".msprof_py_scratch_"
 SCRATCH_RE = re.compile(r"^\.msprof_py_scratch_(?P<pid>\d+)-")
+# names of versions before the pid was in them (tempfile.mkstemp / mkdtemp: 8 of [a-z0-9_],
+# then secrets.token_hex(4)): ``.{name}.{8}.tmp`` files and ``.msprof_py_scratch_{8}`` dirs
+LEGACY_TMP_RE = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp$")
+LEGACY_SCRATCH_RE = re.compile(r"^\.msprof_py_scratch_[a-z0-9_]{8}$")
+LEGACY_QUIET_S = 600.0  # a pid-less leftover untouched this long, and open nowhere, has no live writer
 
 
 class DiskFullError(InvalidPathError, OSError):
@@ -154,25 +160,53 @@ def write_text(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-
     return Path(path)
 
 
+@contextmanager
+def folders_removed_on_failure(path: str | os.PathLike[str]) -> Iterator[None]:
+    """For a block that creates the folder ``path`` (and missing parents): if the block fails,
+    remove the folders that did not exist before it, deepest first and only while empty (never
+    anything a user or another run put there)."""
+    made = []
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        made.append(p)
+        p = p.parent
+    try:
+        yield
+    except BaseException:
+        for d in made:
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise
+
+
 def scratch_dir(parent: str | os.PathLike[str]) -> Path:
     """A new private scratch directory in ``parent`` named with this process's pid (so
     :func:`clean_dead` can tell whether its owner is still running)."""
     return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent))
 
 
-def clean_dead(folder: str | os.PathLike[str], extra: tuple[re.Pattern[str], ...] = ()) -> list[Path]:
+def clean_dead(folder: str | os.PathLike[str], extra: tuple[re.Pattern[str], ...] = (),
+               legacy: re.Pattern[str] | None = None, legacy_scratch: bool = False) -> list[Path]:
     """Remove the temporary files and scratch dirs in ``folder`` left by a msprof_py process
     that is no longer running (killed with SIGKILL, power loss); returns what was removed.
 
     Only names this module makes (``.{name}.{pid}-{8 hex}.tmp``, ``.msprof_py_scratch_{pid}-*``)
     are touched, plus directories matching one of ``extra`` (patterns with a ``pid`` group, e.g.
     the collector's temporary PROF dirs), and only when no process has that pid (a live one,
-    ours or another user's, keeps its files).  Errors are ignored: cleaning is best effort."""
+    ours or another user's, keeps its files).  ``legacy``: the output names this folder gets
+    (e.g. ``msprof_[0-9]+[.]db``); older versions named their temporary files without a pid
+    (``.{name}.{8 chars}.tmp``, and ``.msprof_py_scratch_{8 chars}`` dirs: ``legacy_scratch``),
+    so those are removed when their target's name matches ``legacy``, no process holds them (or
+    a file in them) open and nothing in them changed for :data:`LEGACY_QUIET_S`.  Errors are
+    ignored: cleaning is best effort."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return removed
+    stale_legacy = _stale_legacy(entries, legacy, legacy_scratch) if legacy or legacy_scratch else set()
     for e in entries:
         if e.is_file(follow_symlinks=False):
             m = TMP_RE.match(e.name)
@@ -180,7 +214,7 @@ def clean_dead(folder: str | os.PathLike[str], extra: tuple[re.Pattern[str], ...
             m = next((r.match(e.name) for r in (SCRATCH_RE, *extra) if r.match(e.name)), None)
         else:
             m = None
-        if m is None or _alive(int(m["pid"])):
+        if e.path not in stale_legacy and (m is None or _alive(int(m["pid"]))):
             continue
         try:
             if e.is_dir(follow_symlinks=False):
@@ -191,6 +225,56 @@ def clean_dead(folder: str | os.PathLike[str], extra: tuple[re.Pattern[str], ...
         except OSError:
             pass
     return removed
+
+
+def _stale_legacy(entries: list[os.DirEntry], legacy: re.Pattern[str] | None, scratch: bool) -> set[str]:
+    """The pid-less temporary names of older versions among ``entries`` that no one writes."""
+    now = time.time()
+    cands: dict[str, list[str]] = {}  # entry -> its files (itself for a file)
+    for e in entries:
+        try:
+            if e.is_file(follow_symlinks=False):
+                m = LEGACY_TMP_RE.match(e.name)
+                if m and legacy is not None and legacy.fullmatch(m["target"]) and not TMP_RE.match(e.name):
+                    cands[e.path] = [os.path.realpath(e.path)]
+            elif scratch and e.is_dir(follow_symlinks=False) and LEGACY_SCRATCH_RE.match(e.name):
+                cands[e.path] = [os.path.realpath(os.path.join(r, f)) for r, _, fs in os.walk(e.path)
+                                 for f in [".", *fs]]
+        except OSError:
+            continue
+    quiet = set()
+    for path, files in cands.items():
+        try:
+            if all(now - os.lstat(f).st_mtime >= LEGACY_QUIET_S for f in files):
+                quiet.add(path)
+        except OSError:
+            continue
+    if not quiet:
+        return quiet
+    held = _open_files()
+    return {p for p in quiet if not any(f in held for f in cands[p])}
+
+
+def _open_files() -> set[str]:
+    """Paths any process (that we may look at) holds open, from /proc/PID/fd (Linux; elsewhere
+    nothing is known to be open and the age rule alone applies)."""
+    held: set[str] = set()
+    try:
+        pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return held
+    for pid in pids:
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                held.add(os.readlink(f"{fd_dir}/{fd}"))
+            except OSError:
+                continue
+    return held
 
 
 def _alive(pid: int) -> bool:

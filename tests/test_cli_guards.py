@@ -46,8 +46,9 @@ def test_graph_with_impossible_shape(tmp_path: Path) -> None:
     g = tmp_path / "big.json"
     g.write_text(json.dumps(BIG_GRAPH))
     _one_line_error(["collect", "--graph", str(g), "--output", str(tmp_path / "o")], "'x'", "32-bit")
-    _one_line_error(["tune", "--job_type", "1", "--graph", str(g), "--output", str(tmp_path / "t")], "'x'")
+    _one_line_error(["tune", "--job_type", "1", "--graph", str(g), "--output", str(tmp_path / "t" / "u")], "'x'")
     assert not (tmp_path / "o").exists()
+    assert not (tmp_path / "t").exists()  # tune made t/u, then failed: both removed
 
 
 def test_tensor_bigger_than_device_memory() -> None:
@@ -70,6 +71,14 @@ def test_run_size_estimate() -> None:
 def test_compare_diff_cnt_beyond_64_bits(tmp_path: Path) -> None:
     _one_line_error(["compare", "--workload", "single_op", "--diff_cnt", HUGE, "--dump_path", str(tmp_path / "d")],
                     "--diff_cnt")
+
+
+def test_compare_checks_its_directories_before_the_run(tmp_path: Path) -> None:
+    # the dump directory was made (and the workload run) before --cpu_dir was found missing
+    dump = tmp_path / "d"
+    _one_line_error(["compare", "--workload", "single_op", "--dump_path", str(dump), "--cpu_dir",
+                     str(tmp_path / "nosuch")], "CPU data directory", "nosuch")
+    assert not dump.exists()
 
 
 def test_failed_collect_leaves_nothing(tmp_path: Path) -> None:

@@ -2,9 +2,10 @@
 may differ from msprof's and still count as agreeing.  Each has a name the report shows, so an
 agreeing dir says which ones it relied on.
 
-- ``wait-time``: op_summary ``Task Wait Time(us)``.  We compute it exactly in integer ns; msprof's
-  C++ subtracts epoch-µs doubles (steps of 0.25 µs at 1.7e15 µs), so its value can be off by up
-  to two steps (``0.720000`` for a 0.700 µs gap).  Allowed: within 0.5 µs.
+- ``wait-time``: op_summary ``Task Wait Time(us)``.  We follow msprof's C++ rule (gaps between
+  the doubles of the printed starts) but from integer-ns times where msprof keeps sub-ns ones, so
+  a value can differ in the last digit; on the Python path we compute it exactly in ns.  Allowed:
+  within 0.5 µs.
 - ``block-dim``: msprof before 2026-01 (Ascend/msprof 14417d4 "rename block Dim to block Num")
   headed op_summary ``Block Dim`` / ``Mix Block Dim``; we write today's ``Block Num`` /
   ``Mix Block Num``.  Allowed: those two header names as aliases.

@@ -43,6 +43,7 @@ from msprof_py.aoe.measure import DEFAULT_ITERATIONS, SimMeasurer
 from msprof_py.aoe.ops import (OpFilter, find_subgraphs, fuse, load_tune_ops_file, op_key, op_signature,
                                select_ops, subgraph_key, subgraph_signature)
 from msprof_py.aoe.writer import ResultWriter
+from msprof_py.atomic import folders_removed_on_failure
 from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, WarningLog
 
 if TYPE_CHECKING:
@@ -117,41 +118,42 @@ def tune(target: Any, *, job_type: int | None = None, tune_ops_file: str | os.Pa
     wl = resolve(target)
     name = tuning_name or f"sim_{wl.name}"
     out_dir = Path(output) if output is not None else paths.work_dir(e, cwd)
-    try:  # fail before any work is done
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise InvalidPathError(f"{out_dir}: cannot create the result directory ({err.strerror})") from None
-    now = datetime.now()
-    mode = "opat" if job == paths.JOB_OPAT else "sgat"
-    if writer is None:
-        writer = ResultWriter(out_dir, mode, now=now, layout=layout)
-    elif writer.mode != mode:
-        raise InvalidParamError(f"writer is for {writer.mode}, this task is {mode}")
-    measurer = measurer or SimMeasurer(spec, seed, iterations)
-    gbank = graph_bank(spec, e, cwd, warnings)
-    obank = op_bank(spec, e, cwd, warnings)
-    task = _Task(writer=writer, key=writer.task_key(now), name=name, started=time.monotonic(), echo=echo or _quiet)
-    if job == paths.JOB_OPAT:
-        out = _opat(wl, task, obank, gbank, measurer, spec, repeat, op_filter, workers, warnings)
-    else:
-        out = _sgat(wl, task, obank, gbank, measurer, spec, repeat, workers, warnings)
-    writer.write_provenance({
-        "simulated": True,
-        "note": "every number in the result file was measured on msprof_py's simulated NPU, not on hardware",
-        "result_file": writer.path.name, "task": task.key if writer.layout == "report" else None,
-        "job_type": job, "tuning_name": name, "workload": wl.name, "soc_version": spec.name,
-        "validators": validators(spec), "seed": seed, "iterations_per_measurement": iterations,
-        "statistic": "median over the iterations; op: task duration; subgraph and model: execution span; "
-                     "one simulation per candidate, same seed for all (common random numbers)",
-        "repeat_tune": repeat, "te_parallel_compiler": workers, "environment": env_snapshot(e),
-        "bank_dir": str(out.bank_dir), "sim_runs": measurer.runs,
-        "measurements": sorted(measurer.log, key=lambda m: (m["what"], m.get("op_name", m.get("label", "")),
-                                                            str(m.get("choice", m.get("tuning", ""))))),
-    })
-    out.provenance_path = writer.provenance_path
-    out.sim_runs = measurer.runs
-    out.warnings.extend(warnings)
-    return out
+    with folders_removed_on_failure(out_dir):  # a failed tuning leaves no empty result folder
+        try:  # fail before any work is done
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InvalidPathError(f"{out_dir}: cannot create the result directory ({err.strerror})") from None
+        now = datetime.now()
+        mode = "opat" if job == paths.JOB_OPAT else "sgat"
+        if writer is None:
+            writer = ResultWriter(out_dir, mode, now=now, layout=layout)
+        elif writer.mode != mode:
+            raise InvalidParamError(f"writer is for {writer.mode}, this task is {mode}")
+        measurer = measurer or SimMeasurer(spec, seed, iterations)
+        gbank = graph_bank(spec, e, cwd, warnings)
+        obank = op_bank(spec, e, cwd, warnings)
+        task = _Task(writer=writer, key=writer.task_key(now), name=name, started=time.monotonic(), echo=echo or _quiet)
+        if job == paths.JOB_OPAT:
+            out = _opat(wl, task, obank, gbank, measurer, spec, repeat, op_filter, workers, warnings)
+        else:
+            out = _sgat(wl, task, obank, gbank, measurer, spec, repeat, workers, warnings)
+        writer.write_provenance({
+            "simulated": True,
+            "note": "every number in the result file was measured on msprof_py's simulated NPU, not on hardware",
+            "result_file": writer.path.name, "task": task.key if writer.layout == "report" else None,
+            "job_type": job, "tuning_name": name, "workload": wl.name, "soc_version": spec.name,
+            "validators": validators(spec), "seed": seed, "iterations_per_measurement": iterations,
+            "statistic": "median over the iterations; op: task duration; subgraph and model: execution span; "
+                         "one simulation per candidate, same seed for all (common random numbers)",
+            "repeat_tune": repeat, "te_parallel_compiler": workers, "environment": env_snapshot(e),
+            "bank_dir": str(out.bank_dir), "sim_runs": measurer.runs,
+            "measurements": sorted(measurer.log, key=lambda m: (m["what"], m.get("op_name", m.get("label", "")),
+                                                                str(m.get("choice", m.get("tuning", ""))))),
+        })
+        out.provenance_path = writer.provenance_path
+        out.sim_runs = measurer.runs
+        out.warnings.extend(warnings)
+        return out
 
 
 def _quiet(_: str) -> None:

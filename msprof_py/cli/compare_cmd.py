@@ -51,9 +51,17 @@ def _needs_run(option: str) -> None:
 @click.option("--force_compare", type=BOOL, is_flag=False, flag_value=True, default=False, show_default=True,
               help="Compare nodes whose shapes differ but whose sizes are equal.")
 @click.option("--skip_keys", default=None, metavar="K1,K2", help="Skip nodes whose names contain a keyword.")
+@click.option("--output_dir", default=None, metavar="DIR",
+              help="Where the NPU data analysis puts the joined dump_data/ tensors [default: DUMP/npu].")
+@click.option("--perf_all_nodes", type=BOOL, is_flag=False, flag_value=True, default=True, show_default=True,
+              help="False: leave nodes whose names contain _span out of op_perf.csv and perf/.")
+@click.option("--exclude_node_list", default=None, metavar="N1,N2",
+              help="Nodes the NPU data analysis ignores (not joined into npu/, not compared).")
+@click.option("--default_concat_dim", default="0", show_default=True, metavar="AXIS",
+              help="Concat axis of dump_data/ slices without grouping info; -1: the first axis not of size 1.")
 def compare(dump_path, workload, graph_file, params, seed, injects, dump_op_perf, cpu_dir, npu_dir, node_runtime_filename,
             op_config_name, diff_cnt, atol, rtol, show_graph, max_bins, min_bins, max_cores, map_node_dict,
-            force_compare, skip_keys) -> None:
+            force_compare, skip_keys, output_dir, perf_all_nodes, exclude_node_list, default_concat_dim) -> None:
     """Compare NPU dumps with the CPU reference: result/cpu_vs_npu.csv, per-node CSVs, logs,
     plots, and where the error starts (computation vs accumulated error)."""
     from msprof_py.precision.api import run_compare
@@ -69,7 +77,8 @@ def compare(dump_path, workload, graph_file, params, seed, injects, dump_op_perf
         cpu_dir=cpu_dir, npu_dir=npu_dir, node_runtime_filename=node_runtime_filename,
         op_config_name=op_config_name, diff_cnt=diff_cnt, atol=atol, rtol=rtol, show_graph=show_graph,
         max_bins=max_bins, min_bins=min_bins, max_cores=max_cores, map_node_dict=map_node_dict,
-        force_compare=force_compare, skip_keys=skip_keys))
+        force_compare=force_compare, skip_keys=skip_keys, output_dir=output_dir, perf_all_nodes=perf_all_nodes,
+        exclude_node_list=exclude_node_list, default_concat_dim=default_concat_dim))
     for line in out.lines:
         click.echo(line)
     print_warnings(out.warnings)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from msprof_py.atomic import folders_removed_on_failure
 from msprof_py.collect.options import ProfilingOptions, load_options
 from msprof_py.collect.session import CollectResult, collect, ensure_output
 from msprof_py.errors import InvalidParamError, WarningLog, WorkloadError
@@ -66,31 +67,9 @@ def run_collect(req: CollectRequest, warnings: WarningLog) -> CollectResult:
 def output_folder(output: Path) -> Iterator[None]:
     """``ensure_output(output)`` for the block; if the block fails, remove the folders this made
     (only while empty: never anything a user or another run put there)."""
-    made = _new_dirs(output)
-    try:
+    with folders_removed_on_failure(output):
         ensure_output(output)
         yield
-    except BaseException:
-        _remove_if_empty(made)
-        raise
-
-
-def _new_dirs(output: Path) -> list[Path]:
-    """The folders ``ensure_output`` is about to create (deepest first), so a failure can remove them."""
-    made = []
-    p = output.absolute()
-    while not p.exists() and p != p.parent:
-        made.append(p)
-        p = p.parent
-    return made
-
-
-def _remove_if_empty(dirs: list[Path]) -> None:
-    for d in dirs:
-        try:
-            d.rmdir()  # only an empty folder: never anything a user (or another run) put there
-        except OSError:
-            return
 
 
 def model_target(req: CollectRequest, warnings: WarningLog, option: str) -> tuple[Any, ProfilingOptions, str]:

@@ -7,8 +7,9 @@ in :data:`msprof_py.export.base.REGISTRY` (``"{kind}:{name}"`` -> exporter).  Th
 from __future__ import annotations
 
 from msprof_py.export import timeline as _timeline  # noqa: F401  (registration order = README order)
-from msprof_py.export import summaries as _summaries  # noqa: F401
+from msprof_py.export import tx_timeline as _tx_timeline  # noqa: F401
 from msprof_py.export import component_timelines as _components  # noqa: F401
+from msprof_py.export import summaries as _summaries  # noqa: F401
 from msprof_py.export import counter_export as _counters  # noqa: F401
 from msprof_py.export import unified_db as _db  # noqa: F401
 from msprof_py.export import perfetto_trace as _pftrace  # noqa: F401

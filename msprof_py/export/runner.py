@@ -9,6 +9,7 @@ exporting twice gives the same names and the same bytes.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -32,6 +33,11 @@ OUTPUT_DIR = "mindstudio_profiler_output"
 LOG_DIR = "mindstudio_profiler_log"
 CACHE_DIR = "msprof_py_cache"  # the parser's cache dir name (msprof_py/parse/cache.py), legacy place
 REPORTS_MAX_BYTES = 64 * 1024 * 1024
+# what each folder of an export receives: older versions' pid-less temporary names of these
+# are cleaned too (atomic.clean_dead ``legacy``), never any other file of the user's
+LEGACY_TARGETS = {"prof": re.compile(r"msprof_[0-9A-Za-z_]*\.db"),
+                  "output": re.compile(r"[A-Za-z0-9_.-]+\.(json|csv|txt|pftrace|db)"),
+                  "log": re.compile(r"msprof_py_export\.log"), "cache": re.compile(r"session(\.pkl)?")}
 # msprof's json_process keys (§5.4); the ones our timeline has layers for are marked in LAYER_KEYS
 JSON_PROCESS_KEYS = frozenset({
     "ascend", "acc_pmu", "cann", "ddr", "stars_chip_trans", "hbm", "communication", "hccs", "os_runtime_api",
@@ -168,8 +174,10 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
             folder.mkdir(exist_ok=True)
         except OSError as err:  # name the folder that failed (db mode makes no output dir)
             raise InvalidPathError(f'Cannot create "{folder}" ({err.strerror or err}).') from None
-    for folder in (prof, out_dir, prof / LOG_DIR, cache.cache_dir(prof)):  # what a killed export left
-        log_lines += [f"[INFO] removed {p.name}, left by an export that was killed" for p in clean_dead(folder)]
+    for folder, kind in ((prof, "prof"), (out_dir, "output"), (prof / LOG_DIR, "log"),
+                         (cache.cache_dir(prof), "cache")):  # what a killed export left
+        left = clean_dead(folder, legacy=LEGACY_TARGETS[kind], legacy_scratch=kind == "output")
+        log_lines += [f"[INFO] removed {p.name}, left by an export that was killed" for p in left]
     naming = Naming(None, options.model_id if selected else None, options.iteration_id if selected else None,
                     options.summary_format, stamp)
     ctx = ExportContext(warnings=WarningLog(), layers=layers,

@@ -3,9 +3,10 @@
 Numbers are computed the documented way and formatted once per column:
 
 * op_summary ``Task Wait Time(us)`` (§3.6): rows sorted by start; row i > 0 waits
-  ``max(0, start_i - start_{i-1} - dur_{i-1})``, the first row 0.  Computed in integer ns and
-  printed like every other duration (3 decimals).  msprof's C++ writes the first row as ``0`` and
-  the others with 6 decimals; we do not copy that quirk.
+  ``max(0, start_i - start_{i-1} - dur_{i-1})``, the first row 0.  For captures msprof exports
+  with its C++ analysis, as that prints it (:mod:`msprof_py.export.wait_time`: starts as doubles,
+  6 decimals, a device continuing from the previous one); otherwise exact in integer ns, printed
+  like every other duration (3 decimals).
 * op_statistic ``Ratio(%)`` (§3.7): group total / device total x 100; rows sorted by Total Time
   descending; printed like msprof's ``DoubleToStr`` (3 decimals, trailing zeros stripped).
 * step_trace (§3.8): one row per iteration; timestamps carry msprof's trailing ``\\t``; values
@@ -28,6 +29,7 @@ from msprof_py.export.summary_format import _stats, dbl, i64, quoted, stem, text
 from msprof_py.export.table_writer import Col, write_table
 from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names, info_types, is_level0, shown_task_types,
                                     summary_tasks, task_time_tasks, task_types)
+from msprof_py.export.wait_time import cpp_wait_texts
 from msprof_py.parse.session import Session
 
 OP_SUMMARY_HEADER = [
@@ -95,7 +97,7 @@ class OpSummary:
             Col.text(col(task_type, np.full(n_c, "COMMUNICATION", dtype=object))),
             Col.us(start, stamp=True),
             Col.us(dur),
-            Col.us(wait),
+            Col.text(cpp_wait_texts(session, dev, start, dur), number=True) if cpp_export(session) else Col.us(wait),
             Col.ints(np.concatenate([i64(t["block_num"]), np.zeros(n_c, np.int64)])[order]),
             Col.ints(np.concatenate([i64(t["mix_block_num"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
             Col.text(col(text(t["hf32_eligible"]), na_c)),

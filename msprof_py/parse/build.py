@@ -146,12 +146,19 @@ def _iterations(joined: pd.DataFrame, steps: pd.DataFrame) -> None:
 def _communication(host: HostData | None, tasks: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     if host is None or host.comm_ops.empty:
         return _frame(schema.COMMUNICATION_COLUMNS), _frame(schema.COMM_TASK_COLUMNS)
-    dev = tasks[(tasks["hccl_api"] >= 0) & (tasks["start_ns"] >= 0)]
-    g = dev.assign(end=dev["start_ns"] + dev["dur_ns"]).groupby(["device_id", "hccl_api", "iter_id"], sort=False)
-    spans = g.agg(start_ns=("start_ns", "min"), end=("end", "max"), index_id=("index_id", "max")).reset_index()
+    # one big op per Node launch: HCCL reports an HCCL-level API per sub-task (msprof keys an API's
+    # hccl_info records by context id), so the APIs under one launch are one op, named by the first
     ops = host.comm_ops
-    ranks = host.hccl_infos.groupby("hccl_api")["rank_size"].max() if len(host.hccl_infos) else pd.Series(dtype=np.int64)
-    comm = spans.merge(ops, on="hccl_api", how="left")
+    first = ops.groupby("node_api")["hccl_api"].transform("min")
+    op_of = pd.Series(np.where(ops["node_api"] >= 0, first, ops["hccl_api"]), index=ops["hccl_api"].to_numpy())
+    ops = ops[ops["hccl_api"].to_numpy() == op_of.to_numpy()]
+    dev = tasks[(tasks["hccl_api"] >= 0) & (tasks["start_ns"] >= 0)]
+    dev = dev.assign(hccl_op=dev["hccl_api"].map(op_of).fillna(-1).astype(np.int64))
+    g = dev.assign(end=dev["start_ns"] + dev["dur_ns"]).groupby(["device_id", "hccl_op", "iter_id"], sort=False)
+    spans = g.agg(start_ns=("start_ns", "min"), end=("end", "max"), index_id=("index_id", "max")).reset_index()
+    infos = host.hccl_infos.assign(hccl_op=host.hccl_infos["hccl_api"].map(op_of).fillna(-1).astype(np.int64))
+    ranks = infos.groupby("hccl_op")["rank_size"].max() if len(infos) else pd.Series(dtype=np.int64)
+    comm = spans.rename(columns={"hccl_op": "hccl_api"}).merge(ops, on="hccl_api", how="left")
     comm["dur_ns"] = comm["end"] - comm["start_ns"]
     comm["rank_size"] = comm["hccl_api"].map(ranks).fillna(-1).astype(np.int64)
     for c, d in (("group_name", "N/A"), ("data_type", "N/A"), ("alg_type", "N/A"), ("group_hash", "N/A"),
@@ -175,8 +182,8 @@ def _communication(host: HostData | None, tasks: pd.DataFrame) -> tuple[pd.DataF
     rows = dev.merge(pairs, on=["host_row"], how="inner", suffixes=("", "_info"))
     if rows.empty:
         return communication, _frame(schema.COMM_TASK_COLUMNS)
-    rows = rows.merge(comm[["device_id", "hccl_api", "iter_id", "op_name"]].rename(columns={"op_name": "big_op"}),
-                      on=["device_id", "hccl_api", "iter_id"], how="left")
+    rows = rows.merge(comm[["device_id", "hccl_api", "iter_id", "op_name"]].rename(
+        columns={"op_name": "big_op", "hccl_api": "hccl_op"}), on=["device_id", "hccl_op", "iter_id"], how="left")
     src = np.where(rows["role"] == 1, rows["local_rank"], rows["remote_rank"])
     dst = np.where(rows["role"] == 1, rows["remote_rank"], rows["local_rank"])
     dur = rows["dur_ns"].to_numpy(np.float64)

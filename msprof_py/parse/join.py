@@ -63,7 +63,10 @@ def join_device(device_id: int, host: pd.DataFrame, dev: pd.DataFrame, warnings:
     n_fifo = int((match == 1).sum())
     # device-only rows alone are normal (tasks the runtime issues without a task_track record, e.g.
     # PLACE_HOLDER_SQE on real captures; msprof shows them under their device type): no warning
-    if len(host_only) or n_fifo:
+    if nd and not nh:  # not one host task for this device: every op name and type is unknown
+        warnings.warn(f"{where}: {nd} device task rows and no host task record for this device (host "
+                      f"task_track missing or damaged?): op names and types are unknown")
+    elif len(host_only) or n_fifo:
         warnings.warn(f"{where}: host/device join: {int((match == 0).sum())} matched, {n_fifo} paired first-in-first-out "
                       f"(several host tasks for one key), {len(host_only)} host-only, {n_dev_only} device-only task rows")
     # assemble: device rows then host-only rows

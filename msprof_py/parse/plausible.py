@@ -15,9 +15,11 @@ not change any value; they say that a value is wrong and where the first one is.
 | a record declaring more ids than it holds | registry.KindReader.parts (host records)    |
 | an op name / API type missing from the    | registry.KindReader.parts (node_basic_info, |
 |   hash_dic / type_info_dic dictionaries   |   api_event)                                |
+| a kernel name missing from hash_dic       | registry.KindReader.parts (task_track)      |
 | an API ending before it starts            | registry.KindReader.parts (api_event)       |
 | a device task ending before it starts     | device.load_device (paired STARS logs)      |
 | a time outside the collection window      | host.load_host, device.load_device          |
+| device tasks with no host task at all     | join.join_device (task_track missing)       |
 """
 from __future__ import annotations
 
@@ -108,6 +110,15 @@ def check_records(tag: str, parts, ctx) -> None:
             path, off = parts.where(int(miss[0]))
             warnings.tally("op records whose name is not in hash_dic (hash_dic missing or damaged? names shown as "
                            "numbers)", len(miss), f"{path} byte {off}")
+    if tag == "compact.task_track":
+        # 0 = no kernel (a memcpy, an event); any other hash must be in hash_dic, or the task's
+        # op name falls back to its runtime type (Ascend C kernels launched directly)
+        kernel = parts.col("kernel_name", np.uint64)
+        miss = np.flatnonzero((kernel != 0) & ~np.isin(kernel, _u64(ctx.dicts.hashes.keys())))
+        if len(miss):
+            path, off = parts.where(int(miss[0]))
+            warnings.tally("runtime task records whose kernel name is not in hash_dic (hash_dic missing or "
+                           "damaged? kernel names shown as N/A)", len(miss), f"{path} byte {off}")
     if tag == "api_event.data":
         known = _u64((lv << 32) | t for lv, t in ctx.dicts.types if 0 <= lv < 2**32 and 0 <= t < 2**32)
         key = (parts.col("level", np.uint64) << np.uint64(32)) | parts.col("type", np.uint64)

@@ -8,9 +8,8 @@ Files written (besides the tensors, see :mod:`dumpdir`), all under ``result/``:
   ``compare`` sorts its rows by it.  Times come from the cost model when one is given, else 0.
 - ``consumer_map_dict.file``: the reference (CPU) model's node -> consumer nodes, as JSON
   (the seed's tool pickles it; JSON cannot execute code when read).
-- ``check_skip.log``: ops that were not dumped, with the reason.  ``concate_skip.log`` is
-  written empty: tensors are dumped whole, there are no dump slices to concatenate (and no
-  ``dump_data/`` hex stage, which the seed's tool converts into ``npu/``).
+- ``check_skip.log``: ops that were not dumped, with the reason.  ``concate_skip.log``:
+  nodes whose ``dump_data/`` slices could not be joined (:mod:`npu_data`).
 - ``graph_npu.json`` / ``graph_cpu.json``: the two graphs (fusion record for name mapping and
   the isolation re-run); ``run.json``: provenance (``simulated: true``, seed, precision
   policy, injected faults).  ``fault_injection.log`` lists injected faults, if any.
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from msprof_py import __version__, atomic
-from msprof_py.precision import dumpdir, graphio
+from msprof_py.precision import dumpdir, graphio, npu_data
 from msprof_py.precision.numerics import CPU, NPU, Execution, Fault, check_faults, execute, fuse, make_leaves
 from msprof_py.runtime.graph import Graph, Op
 
@@ -53,13 +52,17 @@ class DumpResult:
 
 def run_and_dump(cpu_graph: Graph, dump_path: str | None, *, npu_graph: Graph | None = None, seed: int = 0,
                  faults: tuple[Fault, ...] = (), timings_ns: dict[str, tuple[int, int]] | None = None,
-                 meta: dict[str, Any] | None = None) -> DumpResult:
+                 meta: dict[str, Any] | None = None, npu_output_dir: Path | None = None,
+                 exclude_nodes: tuple[str, ...] = (), default_concat_dim: int = 0) -> DumpResult:
     """Execute ``cpu_graph`` (unfused, fp32) and ``npu_graph`` (default: :func:`fuse` of it, NPU
     precision) and write both dumps to a fresh ``dump_path``.
 
     The path is validated before any work and the directory is (re)created only after both
     sides ran, so a failing graph never costs the user an old dump.  ``timings_ns`` maps NPU op
-    names to (start, duration) for node_runtime.file.
+    names to (start, duration) for node_runtime.file.  NPU outputs are dumped as hex slices in
+    ``dump_data/`` and then converted into ``npu_output_dir`` (default ``npu/``) by the seed's NPU
+    data analysis (:func:`msprof_py.precision.npu_data.analyse`, with ``exclude_nodes`` and
+    ``default_concat_dim``).
     """
     dumpdir.check_new_dump_dir(dump_path)
     npu_graph = npu_graph if npu_graph is not None else fuse(cpu_graph)
@@ -74,7 +77,7 @@ def run_and_dump(cpu_graph: Graph, dump_path: str | None, *, npu_graph: Graph | 
     for op in npu.executed:
         for key, t in zip(output_keys(op), op.outputs):
             if t.name in npu.values:
-                dumpdir.save_tensor(root / "npu", key, npu.values[t.name])
+                npu_data.write_slices(root, key, npu.values[t.name])
                 npu_keys.append(key)
     for op in cpu.executed:
         for key, t in zip(output_keys(op), op.outputs):
@@ -90,6 +93,7 @@ def run_and_dump(cpu_graph: Graph, dump_path: str | None, *, npu_graph: Graph | 
     atomic.write_text(result / "check_skip.log",
                               "".join(f"{name}: {why}\n" for name, why in (*npu.skipped, *cpu.skipped)))
     atomic.write_text(result / "concate_skip.log", "")
+    npu_data.analyse(root, npu_output_dir, exclude=exclude_nodes, default_concat_dim=default_concat_dim)
     atomic.write_text(result / "graph_npu.json", graphio.dump_json(graphio.graph_to_dict(npu_graph)).decode())
     atomic.write_text(result / "graph_cpu.json", graphio.dump_json(graphio.graph_to_dict(cpu_graph)).decode())
     run_meta = {"simulated": True, "msprof_py_version": __version__, "seed": seed,

@@ -4,7 +4,8 @@
 
     $DUMP_MEMORY_PATH/
         .msprof_py_dump          marker: this directory was created by msprof_py
-        npu/{node}.npy           NPU output of each dumped (fused) node, in its dump dtype (fp16)
+        dump_data/{node}.{k}.hex NPU output of each dumped (fused) node as hex slices (precision/npu_data.py)
+        npu/{node}.npy           the same joined by the NPU data analysis, in its dump dtype (fp16)
         cpu/{node}.npy           CPU reference output of each original node (fp32)
         result/                  run metadata, comparison results, logs, op_perf.csv, perf/
 
@@ -78,7 +79,7 @@ def prepare_new_dump_dir(path: str | None) -> Path:
     try:
         root.mkdir(parents=True)
         (root / MARKER).write_text(MARKER_TEXT)
-        for sub in ("npu", "cpu", "result"):
+        for sub in ("dump_data", "npu", "cpu", "result"):
             (root / sub).mkdir()
     except OSError as err:
         raise InvalidPathError(f"{root}: cannot create the dump directory: {err.strerror}") from None

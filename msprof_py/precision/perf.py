@@ -83,6 +83,14 @@ class PerfTables:
         t0 = int(first["start_sim_ns"].min()) if len(first) else 0
         return {n: (int(s) - t0, int(d)) for n, s, d in zip(first["name"], first["start_sim_ns"], first["dur_ns"])}
 
+    def without(self, key: str) -> "PerfTables":
+        """The tables without the nodes whose names contain ``key`` (``--perf_all_nodes=False``
+        drops the seed's ``_span`` nodes)."""
+        keep_runs = ~self.runs["name"].astype(str).str.contains(key, regex=False)
+        keep_ops = ~self.ops["name"].astype(str).str.contains(key, regex=False)
+        return PerfTables(self.runs[keep_runs].reset_index(drop=True), self.ops[keep_ops].reset_index(drop=True),
+                          dict(self.meta))
+
     def write(self, result_dir: Path) -> list[Path]:
         """op_perf.csv, perf/{op}.csv and op_perf_meta.json under ``result_dir``."""
         result_dir.mkdir(parents=True, exist_ok=True)

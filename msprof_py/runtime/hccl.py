@@ -9,9 +9,10 @@ every rank has reached it, which is what couples the devices' timelines.  The to
 ``2(N-1)/N * bytes / hccs_bw + 2(N-1) * step latency`` (:func:`msprof_py.runtime.cost.ring_allreduce_ns`).
 
 Host side (reported once at model load; the device replays the tasks): Node@launch of
-``hcom_allReduce_`` (node_basic_info task type HCCL, hccl_op_info), an HCCL-level API (level
-5500, type HCCL_MASTER) holding one hccl_info per sub-task, and a runtime API + task_track per
-sub-task.
+``hcom_allReduce_`` (node_basic_info task type HCCL, hccl_op_info), then per sub-task an
+HCCL-level API (level 5500, type HCCL_MASTER, item = the op name) holding its hccl_info, its
+runtime API and task_track (msprof pairs an HCCL API's hccl_info records with the tasks under it
+by context id, so sub-tasks cannot share one API).
 """
 from __future__ import annotations
 
@@ -125,9 +126,14 @@ class AllReduce:
         host.add(hccl_op_info.FILE_TAG, False, records.hccl_op(thread, ti, DATA_TYPE_FP16, n.h(self.alg), self.count,
                                                                group_h))
         n.t(LEVEL_HCCL, HCCL_MASTER, "master")
-        host.add(api_event.FILE_TAG, True, records.api(LEVEL_HCCL, HCCL_MASTER, thread, api_begin, api_end, name_h))
         for sub, tid in zip(self.subtasks, task_ids):
-            ts = api_begin + apis.US // 2 + sub.index * per_sub
+            sub_begin = api_begin + sub.index * per_sub
+            ts = sub_begin + apis.US // 2
+            # one HCCL-level API per sub-task, holding its hccl_info and its launch: msprof (both
+            # analyses) gives every task under an HCCL API that API's hccl_info records keyed by
+            # context id, so sub-tasks sharing one API would all take one record's name
+            host.add(api_event.FILE_TAG, True, records.api(LEVEL_HCCL, HCCL_MASTER, thread, sub_begin,
+                                                           sub_begin + per_sub - apis.US // 2, name_h))
             host.add(hccl_info.FILE_TAG, False, records.hccl_infos(
                 thread, ts, item_id=n.h(sub.kind), ccl_tag=name_h, group_name=group_h, local_rank=self.rank,
                 remote_rank=sub.remote_rank, rank_size=self.ranks, work_flow_mode=0, plane_id=0,

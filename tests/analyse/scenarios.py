@@ -127,14 +127,18 @@ def graph_doc_small_grads(alone: bool) -> dict[str, Any]:
 
 
 def graph_doc_train_overlapped() -> dict[str, Any]:
-    """The training graph with a long backward op after the last weight gradient (an fp32 product
-    of activations, on one core: no weight gradient, so nothing more to all-reduce): the
-    gradients' all-reduce runs beside it."""
+    """The training graph with the weight gradients first, then two long backward ops (fp32
+    products of activations on one core: no weight gradient) and a small bias gradient last:
+    GE's fusion closes the large all-reduce segment after the weight gradients, where it runs
+    beside the long ops, and only the bias's small segment is left after the backward pass."""
     doc = graph_doc_train()
-    doc["ops"].insert(len(doc["ops"]) - 2, {
-        "name": "grad/proj/MatMulV2", "type": "MatMulV2", "inputs": ["l1/Add:0", "out/Relu:0"], "phase": "bp",
-        "attrs": {"transpose_x1": True, "kernel_choice": {"schedule": "single_core"}},
-        "outputs": [{"name": "grad/proj:0", "shape": [1024, 1024], "dtype": "FLOAT"}]})
+    doc["weights"].append({"name": "bias", "shape": [1024]})
+    extra = [{"name": f"grad/proj{k}/MatMulV2", "type": "MatMulV2", "inputs": ["l1/Add:0", "out/Relu:0"],
+              "phase": "bp", "attrs": {"transpose_x1": True, "kernel_choice": {"schedule": "single_core"}},
+              "outputs": [{"name": f"grad/proj{k}:0", "shape": [1024, 1024], "dtype": "FLOAT"}]} for k in range(2)]
+    extra.append({"name": "grad/bias/BiasAddGrad", "type": "BiasAddGrad", "inputs": ["out/Relu:0"], "phase": "bp",
+                  "outputs": [{"name": "grad/bias", "shape": [1024]}]})
+    doc["ops"][len(doc["ops"]) - 2:len(doc["ops"]) - 2] = extra
     return doc
 
 

@@ -103,3 +103,22 @@ def test_communication_ops_are_named_and_typed_as_msprof_names_them(collected: C
     for dev in (0, 1):
         names = sorted(comm.loc[comm["device_id"] == dev, "op_name"].astype(str))
         assert names == sorted(f"hcom_allReduce__673_{seg}_1_107_{seg}_{it}" for seg in (0, 1) for it in (1, 2, 3))
+
+
+def test_every_hccl_sub_task_has_its_own_hccl_api(collected: CollectResult, tmp_path: Path) -> None:
+    """HCCL reports one HCCL-level API per sub-task around its hccl_info and launch: msprof (both
+    analyses) gives each task under an HCCL API all of that API's hccl_info records keyed by context
+    id, so with one API per op every plane event took one record's name (all ``Notify_Wait``).
+    The sub-tasks of one Node launch are still one communication op."""
+    import msprof_py
+
+    prof = tmp_path / collected.prof_dir.name
+    shutil.copytree(collected.prof_dir, prof)
+    s = msprof_py.load(prof)
+    api = s.api[s.api["level"].astype(str) == "communication"]
+    tasks = s.comm_tasks
+    # each sub-task is launched once (at model load) under its own API and replayed every iteration
+    assert len(api) == len(tasks[["device_id", "stream_id", "task_id"]].drop_duplicates()) > 0
+    assert set(tasks["task_type"].astype(str)) == {"Memcpy", "Notify_Record", "Notify_Wait", "Reduce_Inline"}
+    per_op = tasks.groupby(["device_id", "op_name"]).size()
+    assert len(per_op) == len(s.communication) and per_op.nunique() == 1

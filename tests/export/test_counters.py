@@ -23,7 +23,7 @@ from msprof_py.raw import aicpu as raw_aicpu, l2_cache as raw_l2
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden_counters"
-FILES = ("aicpu_0.csv", "dp_0.csv", "l2_cache_0.csv", "msprof_tx.csv")
+FILES = ("aicpu_0.csv", "dp_0.csv", "l2_cache_0.csv", "msprof_tx.csv", "msprof_tx.json")
 ALL_ON = '{"aicpu": "on", "l2": "on", "msproftx": "on"}'
 SCRIPT = """\
 from msprof_py.runtime import acl
@@ -116,6 +116,7 @@ def test_switches_off_write_nothing(tmp_path: Path) -> None:
     assert (sample["aicpuTrace"], sample["l2CacheTaskProfiling"], sample["msproftx"]) == ("off", "off", "off")
     out = _export(prof)
     assert not [f for f in FILES if (out / f).exists()]
+    assert not list(out.glob("msprof_tx*"))
 
 
 def test_bad_switch_value_is_one_line_error(tmp_path: Path) -> None:

@@ -114,6 +114,36 @@ def test_next_export_removes_what_a_dead_export_left_and_only_that(tmp_path: Pat
     assert f".msprof_0.json.{dead}-0123abcd.tmp, left by an export that was killed" in log
 
 
+def test_next_export_removes_what_an_older_version_left_and_only_that(tmp_path: Path) -> None:
+    """Versions before the pid was in the names (the kill -9 runs of issue #16) left
+    ``.{name}.{8 chars}.tmp`` files and ``.msprof_py_scratch_{8 chars}`` dirs: removed when their
+    target is one of the export's outputs, untouched for 10 minutes and open nowhere."""
+    prof = shutil.copytree(FIXTURE, tmp_path / FIXTURE.name)
+    out = prof / "mindstudio_profiler_output"
+    out.mkdir()
+    old = time.time() - 3600
+    dead = [out / ".msprof_0.json.k2j_9xqa.tmp", out / ".op_summary_0.csv.0123abcd.tmp",  # mkstemp, token_hex
+            prof / ".msprof_20260101000000.db.ab_1cdef.tmp"]
+    scratch = out / ".msprof_py_scratch_x7_qk2mz"
+    scratch.mkdir()
+    dead_all = [*dead, scratch / "layer0.part", scratch]
+    fresh = out / ".task_time_0.csv.zzzzzzzz.tmp"  # could be a live old export's: too recent
+    held = out / ".step_trace_0.csv.openopen.tmp"  # held open by a live process
+    users = [prof / ".notes.abcdefgh.tmp", prof / ".host.abcdefgh.tmp", out / ".my_notes.abcdefgh.tmp",
+             prof / "device_0" / ".msprof_0.db.abcdefgh.tmp"]  # not ours, or not a folder the export writes
+    for p in [*dead, scratch / "layer0.part", fresh, held, *users]:
+        p.write_bytes(b"x" * 100)
+    for p in [*dead_all, held, *users]:
+        os.utime(p, (old, old))
+    with open(held, "rb"):
+        res = CliRunner().invoke(cli, ["export", "--output", str(prof)])
+    assert res.exit_code == 0, res.output
+    assert [p for p in dead_all if p.exists()] == []
+    assert [p for p in [fresh, held, *users] if not p.exists()] == []
+    log = (prof / "mindstudio_profiler_log" / "msprof_py_export.log").read_text()
+    assert ".msprof_0.json.k2j_9xqa.tmp, left by an export that was killed" in log
+
+
 def test_kill_9_mid_export_then_export_again(tmp_path: Path) -> None:
     """A real SIGKILL while the export writes; the next export leaves no temporary file."""
     prof = shutil.copytree(FIXTURE, tmp_path / FIXTURE.name)

@@ -165,3 +165,20 @@ def test_gap_in_slice_numbers(tmp_path: Path) -> None:
     shutil.copyfile(first.with_name("aging.api_event.data.slice_5"), first)  # ... and slice_0 back (a copy)
     msgs = [m for m in _tallies(prof) if "gaps in a stream's slice numbers" in m]
     assert len(msgs) == 1 and "4 found" in msgs[0] and "slice_5 byte 0 (slice_1 .. slice_4 missing)" in msgs[0]
+
+
+def test_kernel_name_missing_from_hash_dic(tmp_path: Path) -> None:
+    # an Ascend C kernel launched directly (no node_basic_info): without hash_dic its op name fell
+    # back to the runtime type (KERNEL_AIVEC) with no word (fuzz campaign of 2026-11-24)
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    (prof / "host/data/unaging.additional.hash_dic.slice_0").unlink()
+    msgs = [m for m in _tallies(prof) if "runtime task records whose kernel name is not in hash_dic" in m]
+    assert len(msgs) == 1 and "aging.compact.task_track.slice_0 byte " in msgs[0]
+
+
+def test_device_tasks_without_any_host_task(tmp_path: Path) -> None:
+    # the host task_track removed: every op name silently became the device task type
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    (prof / "host/data/aging.compact.task_track.slice_0").unlink()
+    msgs = [m for m in load(prof, use_cache=False).warnings if "no host task record for this device" in m]
+    assert len(msgs) == 1 and "device_0: " in msgs[0]

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, device_tasks, overlap_ns, rule,
-                                           us, windows)
+from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, device_tasks, merge_intervals,
+                                           overlap_ns, rule, us, windows)
 
 DTYPE_BYTES = {"FP16": 2, "BF16": 2, "FP32": 4, "INT8": 1, "INT16": 2, "INT32": 4, "INT64": 8, "FP64": 8,
                "UINT8": 1, "UINT16": 2, "UINT32": 4, "UINT64": 8}
@@ -64,19 +64,25 @@ def small_allreduce(session: Any) -> list[Finding]:
 @rule("comm_not_overlapped")
 def comm_not_overlapped(session: Any) -> list[Finding]:
     """Communication time with no computation running beside it (exposed), above 10% of the
-    iteration time.  Time at stake: the exposed time."""
+    iteration time.  Communication time: each collective from its first task's start to its
+    last task's end (``communication`` table; its notify waits and the gaps between its tasks
+    are communication too), else the union of the HCCL tasks.  Time at stake: the exposed time."""
     ct = session.comm_tasks
+    ops = session.communication
     out = []
-    if not len(ct):
+    if not len(ct) and not len(ops):
         return out
     t = device_tasks(session)
-    for dev, cd in ct[ct["start_ns"] >= 0].groupby("device_id"):
+    spans = ops[(ops["start_ns"] >= 0) & (ops["dur_ns"] > 0)] if len(ops) else ops
+    if not len(spans):
+        spans = ct[ct["start_ns"] >= 0]
+    for dev, cd in spans.groupby("device_id"):
         td = t[t["device_id"] == dev]
+        comm_streams = ct.loc[ct["device_id"] == dev, "stream_id"].unique() if len(ct) else []
         comp = busy_tasks(td[~td["task_type"].astype(str).isin({"HCCL", "COMMUNICATION"})
-                             & ~td["stream_id"].isin(cd["stream_id"].unique())])
+                             & ~td["stream_id"].isin(comm_streams)])
         c0 = cd["start_ns"].to_numpy(np.int64)
         c1 = c0 + cd["dur_ns"].to_numpy(np.int64)
-        from msprof_py.analyse.advise.base import merge_intervals
         m0, m1 = merge_intervals(c0, c1)
         comm_ns = int((m1 - m0).sum())
         hidden = overlap_ns(c0, c1, comp["start_ns"].to_numpy(), comp["end_ns"].to_numpy())
@@ -92,8 +98,8 @@ def comm_not_overlapped(session: Any) -> list[Finding]:
             "Overlap it with the backward pass: smaller gradient buckets that start as gradients are ready, "
             "communication on its own stream, prefetch the next layer's parameters.",
             exposed, sorted(set(cd["op_name"].astype(str))), [int(i) for i in w["iter_id"]],
-            sorted(int(s) for s in cd["stream_id"].unique()),
+            sorted(int(x) for x in comm_streams),
             {"communication_us": us(comm_ns), "overlapped_us": us(hidden), "exposed_us": us(exposed),
-             "span_us": us(span), "estimate": "union of HCCL tasks - its overlap with computing tasks"},
+             "span_us": us(span), "estimate": "union of the collectives' spans - its overlap with computing tasks"},
             Plot("communication", ["overlapped", "exposed"], [us(hidden), us(exposed)])))
     return out
