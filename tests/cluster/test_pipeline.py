@@ -128,3 +128,22 @@ def test_pipeline_timeline_aligns_the_hosts_on_send_receive_pairs(pp_cluster: Pa
     assert fit["node001"]["Aligned"] == "True"
     assert float(fit["node001"]["Offset(us)"]) == pytest.approx(5000, abs=5)
     assert float(fit["node001"]["Max Residual(us)"]) < 1.0  # a send and its receive end within 1 us
+
+
+def test_collect_cli_pp_and_its_bad_values(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    import msprof_py
+    from msprof_py.cli import cli
+
+    args = ["collect", "--workload", "llm_decoder", "--ranks", "4", "--ranks-per-node", "2", "--iterations", "1"]
+    r = CliRunner().invoke(cli, [*args, "--pp", "2", "--output", str(tmp_path / "job")])
+    assert r.exit_code == 0, r.output
+    data = msprof_py.load_cluster(tmp_path / "job", workers=1)
+    assert {g: tuple(m) for g, m in data.groups.items() if g.startswith("pp")} == {"pp_group_0": (0, 2),
+                                                                                  "pp_group_1": (1, 3)}
+    for bad, message in ((["--pp", "3"], "do not split into tensor-parallel groups of 2 x 3 pipeline stages"),
+                         (["--pp", "2", "--workload", "resnet50"], "'resnet50' is a training graph")):
+        r = CliRunner().invoke(cli, [*args, *bad, "--output", str(tmp_path / "bad")])
+        assert r.exit_code != 0 and message in r.output and "Traceback" not in r.output
+        assert not (tmp_path / "bad").exists()
