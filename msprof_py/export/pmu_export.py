@@ -154,6 +154,9 @@ DB_TABLES = {
 }
 
 
+DB_CHUNK_ROWS = 16_384  # task rows per TASK_PMU_INFO insert
+
+
 def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None,
               string_id: Any) -> None:
     """Create and fill TASK_PMU_INFO (one row per TASK row with PMU data and metric, value as
@@ -172,13 +175,16 @@ def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | N
         hit = np.flatnonzero(rows_idx >= 0)
         if len(hit):
             _create(con, "TASK_PMU_INFO")
-            ids = [string_id(M.db_name(n)) for n in names]
-            vals = p.loc[rows_idx[hit], names]
-            g = np.repeat(np.asarray(gid)[hit], len(names))
-            name_col = np.tile(np.asarray(ids, np.int64), len(hit))
-            flat = vals.to_numpy(dtype=object).reshape(-1)
-            con.executemany("INSERT INTO TASK_PMU_INFO VALUES (?,?,?)",
-                            zip(g.tolist(), name_col.tolist(), [_sql_num(v) for v in flat]))
+            ids = np.asarray([string_id(M.db_name(n)) for n in names], np.int64)
+            rows, gids = rows_idx[hit], np.asarray(gid)[hit]
+            # a chunk of task rows at a time: (rows x metrics) Python objects alive, not the whole
+            # table's (25 M values and 4 GB on the 1M-task collection with PMU data)
+            for lo in range(0, len(rows), DB_CHUNK_ROWS):
+                r = rows[lo:lo + DB_CHUNK_ROWS]
+                flat = p.loc[r, names].to_numpy(dtype=object).reshape(-1)
+                con.executemany("INSERT INTO TASK_PMU_INFO VALUES (?,?,?)",
+                                zip(np.repeat(gids[lo:lo + DB_CHUNK_ROWS], len(names)).tolist(),
+                                    np.tile(ids, len(r)).tolist(), [_sql_num(v) for v in flat]))
     f = session.aicore_freq
     if len(f):
         _create(con, "AICORE_FREQ")
