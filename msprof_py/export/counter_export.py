@@ -6,7 +6,7 @@ analysis writes these files (``msconfig/msprof_export_data_config.py`` headers, 
 
 | file | header | values |
 |---|---|---|
-| ``aicpu_{dev}`` | Device_id, Timestamp(us), Node, Compute_time(us), Memcpy_time(us), Task_time(us), Dispatch_time(us), Total_time(us), Stream ID, Task ID | timestamp = run start, 3 decimals and a tab (msprof's high-precision cell); times ``round(x, 3)`` printed as Python prints a float (``20.0``, ``29.76``); Node "N/A" when no task on (stream, task) holds the run |
+| ``aicpu_{dev}`` | Device_id, Timestamp(us), Node, Compute_time(us), Memcpy_time(us), Task_time(us), Dispatch_time(us), Total_time(us), Stream ID, Task ID | timestamp = run start, 3 decimals and a tab (msprof's high-precision cell); times ``round(x, 3)`` printed as Python prints a float (``20.0``, ``29.76``); Node "N/A" when no task on (stream, task) holds the run; with ``--model-id``/``--iteration-id`` only the runs inside those iterations |
 | ``dp_{dev}`` | Device_id, Timestamp(us), Action, Source, Cached Buffer Size | timestamp with 3 decimals (no tab) |
 | ``l2_cache_{dev}`` | Device_id, Stream Id, Task Id, Hit Rate, Victim Rate, Op Name | rates ``round(x, 6)`` as Python floats; Hit Rate "N/A" on STARS chips (Ascend 910B) |
 | ``msprof_tx`` (host) | Device_id, pid, tid, category, event_type, payload_type, payload_value, Start_time(us), End_time(us), message_type, message, domain, Device Start_time(us), Device End_time(us) | Device_id "host"; times 3 decimals and a tab; domain / device times "N/A" for plain marks |
@@ -59,7 +59,7 @@ class AicpuSummary:
     describe = "AI CPU kernel runs: compute, memcpy, dispatch and total times per run (aicpu switch)"
 
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        a = of_device(session.aicpu, naming.device_id)
+        a = _in_selected_iterations(session, of_device(session.aicpu, naming.device_id), naming.device_id)
         if not len(a):
             return []
         n = len(a)
@@ -72,6 +72,23 @@ class AicpuSummary:
                 Col.text(py_float_text(i64(a["total_ns"]) / 1000.0, 3), number=True),
                 Col.ints(i64(a["stream_id"])), Col.ints(i64(a["task_id"]))]
         return [write_table(stem(out_dir, naming, self.name), AICPU_HEADER, cols, naming.summary_format)]
+
+
+def _in_selected_iterations(session: Session, a: pd.DataFrame, device_id: int) -> pd.DataFrame:
+    """With ``--model-id M --iteration-id I`` msprof keeps the AI CPU runs inside the selected
+    iterations: start >= the first one's step start (0 for iteration 1) and end <= the last
+    one's step end (its ``MsprofIteration.get_iter_interval``); no step data: every run."""
+    sel = getattr(session, "selection", None)
+    if sel is None or not len(a):
+        return a
+    model, first, count = sel
+    st = of_device(session.steps, device_id)
+    st = st[(i64(st["model_id"]) == model) & (i64(st["index_id"]) >= first) & (i64(st["index_id"]) < first + count)]
+    if not len(st):
+        return a
+    lo = 0 if first == 1 else int(i64(st["step_start_ns"]).min())
+    hi = int(i64(st["step_end_ns"]).max())
+    return a[(i64(a["start_ns"]) >= lo) & (i64(a["end_ns"]) <= hi)]
 
 
 class DpSummary:

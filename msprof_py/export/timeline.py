@@ -35,13 +35,14 @@ import pandas as pd
 from msprof_py.atomic import atomic_open
 from msprof_py.export import counter_export, pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import api_of_device, of_device
+from msprof_py.export.session_access import api_of_device, device_ids, of_device
 from msprof_py.export.timeline_links import (_device_pid, _i64, flow_ids,  # noqa: F401  (flow_ids re-exported)
                                              host_to_device_flows, overlap_layer)
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, STEP_TRACE_TID_OFFSET,
                                            Arg, Counters, Flows, Meta, Slices, format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
-from msprof_py.export.views import (api_ids, api_names, as_cat, cpp_export, display_names, is_level0, shown_task_types,
+from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0,
+                                    shown_task_types,
                                     shown_tasks)
 from msprof_py.parse.session import Session
 
@@ -185,17 +186,44 @@ def hardware_layer(session: Session, device_id: int, tl: Timeline) -> pd.DataFra
     _hw_process_meta(tl.meta, hw_pid, device_id)
     for s in sorted(pd.unique(stream).tolist()):
         tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
-    tl.slices.append(Slices(
-        name=display_names(t), pid=np.full(len(t), hw_pid, np.int64), tid=stream,
-        start_ns=_i64(t["start_ns"]), dur_ns=_i64(t["dur_ns"]), label="device task", cache_key=("hw", device_id),
-        args=[Arg("Model Id", "int", _i64(t["model_id"])),
-              # msprof's Python path shows the device (SQE) type, its C++ analysis the task type
-              Arg("Task Type", "str", shown_task_types(t, is_level0(session)) if cpp_export(session)
-                  else as_cat(t["device_task_type"])),
-              Arg("Physic Stream Id", "int", stream), Arg("Task Id", "int", _i64(t["task_id"])),
-              Arg("Batch Id", "int", _i64(t["batch_id"])), Arg("Subtask Id", "int", _i64(t["context_id"])),
-              Arg("connection_id", "int", _i64(t["connection_id"]))]))
+    cpp = cpp_export(session)
+    # msprof's C++ timeline writes MEMCPY_ASYNC tasks apart: Task Type the SQE type, plus the copy
+    memcpy = cat_isin(as_cat(t["host_task_type"]), ["MEMCPY_ASYNC"]) if cpp else np.zeros(len(t), bool)
+    for part, extra in ((t[~memcpy], []), (t[memcpy], _memcpy_args(session, t[memcpy]))):
+        if len(part) == 0:
+            continue
+        ptid = _i64(part["stream_id"])
+        tl.slices.append(Slices(
+            name=display_names(part), pid=np.full(len(part), hw_pid, np.int64), tid=ptid,
+            start_ns=_i64(part["start_ns"]), dur_ns=_i64(part["dur_ns"]), label="device task",
+            cache_key=("hw", device_id) if not extra else ("hw.memcpy", device_id),
+            args=[Arg("Model Id", "int", _i64(part["model_id"])),
+                  # msprof's Python path shows the device (SQE) type, its C++ analysis the task type
+                  Arg("Task Type", "str", shown_task_types(part, is_level0(session)) if cpp and not extra
+                      else as_cat(part["device_task_type"])),
+                  Arg("Physic Stream Id", "int", ptid), Arg("Task Id", "int", _i64(part["task_id"])),
+                  Arg("Batch Id", "int", _i64(part["batch_id"])), Arg("Subtask Id", "int", _i64(part["context_id"])),
+                  Arg("connection_id", "int", _i64(part["connection_id"])), *extra]))
     return t
+
+
+def _memcpy_args(session: Session, t: pd.DataFrame) -> list[Arg]:
+    """``size(B)``, ``bandwidth(GB/s)`` (bytes per ns, printed like msprof's JSON doubles) and
+    ``operation`` of MEMCPY_ASYNC tasks from their memcpy_info (msprof C++ MemcpyAsyncEvent);
+    none without any memcpy_info; a task without one gets 0 and ``other``."""
+    m = of_device(session.memcpy, int(t["device_id"].iloc[0])) if len(t) else pd.DataFrame()
+    if len(m) == 0:
+        return []
+    key = ["stream_id", "task_id", "batch_id"]
+    info = t[key].astype(np.int64).merge(m[key + ["size_bytes", "direction"]].astype({k: np.int64 for k in key})
+                                         .drop_duplicates(key, keep="last"), on=key, how="left")
+    size = info["size_bytes"].fillna(0).to_numpy(np.int64)
+    dur = _i64(t["dur_ns"]).astype(np.float64)
+    bw = np.where(dur > 0, size / np.where(dur > 0, dur, 1.0), 0.0)
+    uniq, inverse = np.unique(bw, return_inverse=True)
+    texts = np.asarray([repr(float(f"{x:.15g}")) for x in uniq.tolist()], dtype=object)  # once per value
+    return [Arg("size(B)", "int", size), Arg("bandwidth(GB/s)", "raw", texts[inverse]),
+            Arg("operation", "str", info["direction"].fillna("other").astype(object).to_numpy())]
 
 
 def step_trace_slices(session: Session, device_id: int, meta: Meta) -> list[Slices]:
@@ -239,7 +267,13 @@ def step_trace_slices(session: Session, device_id: int, meta: Meta) -> list[Slic
     if len(ar):
         ar = ar.sort_values(["model_id", "index_id", "start_ns"], kind="stable")
         a_idx = _i64(ar["index_id"])
-        k = ar.groupby(["model_id", "index_id"], sort=False).cumcount().to_numpy()
+        if cpp_export(session):
+            # msprof's C++ StepTraceAssembler numbers the reduces with one running count over every
+            # device's rows (device 0 first), not per iteration as its Python path does
+            before = sum(len(of_device(session.all_reduce, d)) for d in device_ids(session) if d < device_id)
+            k = before + np.arange(len(ar))
+        else:
+            k = ar.groupby(["model_id", "index_id"], sort=False).cumcount().to_numpy()
         a_s, a_e = _i64(ar["start_ns"]), _i64(ar["end_ns"])
         name = np.char.add(np.char.add(np.char.add("Reduce_", a_idx.astype(str)), "_"), k.astype(str))
         out.append(Slices(
@@ -314,7 +348,7 @@ def _num_text(col: pd.Series) -> pd.Categorical:
 
 def build_timeline(session: Session, device_id: int, ctx: ExportContext) -> Timeline:
     tl = Timeline()
-    if ctx.layer_on("msproftx"):
+    if ctx.layer_on("msproftx") and device_id != counter_export.HOST_DEVICE_ID:  # host-only: msprof_tx.json
         tl.slices += counter_export.tx_layer(session, tl.meta)
     api = cann_layer(session, device_id, tl) if ctx.layer_on("cann") else session.api.iloc[:0]
     tasks = hardware_layer(session, device_id, tl) if ctx.layer_on("ascend") else shown_tasks(session, device_id).iloc[:0]

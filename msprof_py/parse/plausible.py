@@ -10,8 +10,8 @@ not change any value; they say that a value is wrong and where the first one is.
 | a slice with the same bytes as another    | reader.read_records (every stream)          |
 | a gap in a stream's slice numbers         | reader.read_records                         |
 | a slice whose size differs from its .done | reader.read_records (msprof writes         |
-|   file, or that holds a partial record     |   ``slice_N.done`` with ``filesize:N``)     |
-|   between whole-record slices              |                                             |
+|   file, or that holds a partial record     |   ``slice_N.done`` with ``filesize:N``),    |
+|   between whole-record slices              |   records.dictionaries (hash/type dics)     |
 | a record declaring more ids than it holds | registry.KindReader.parts (host records)    |
 | an op name / API type missing from the    | registry.KindReader.parts (node_basic_info, |
 |   hash_dic / type_info_dic dictionaries   |   api_event)                                |
@@ -77,8 +77,13 @@ def check_slices(stream: "Stream", sizes: list[int], itemsize: int, maps: list[n
         a, b, after = gaps[0]
         warnings.tally("gaps in a stream's slice numbers (slices removed? records are missing there)",
                        sum(b - a - 1 for a, b, _ in gaps), f"{after} byte 0 (slice_{a + 1} .. slice_{b - 1} missing)")
+    check_done(stream.paths, sizes, warnings)
+
+
+def check_done(paths: list[Path], sizes: list[int], warnings: WarningLog) -> None:
+    """Slices (binary or the text dictionaries) whose size differs from msprof's ``.done`` file."""
     bad = []
-    for path, size in zip(stream.paths, sizes):
+    for path, size in zip(paths, sizes):
         declared = _done_size(path)
         if declared is not None and declared != size:
             bad.append((path, size, declared))

@@ -20,6 +20,7 @@ DTYPE = host_dtype(
         ("kernel_name", "<u8", 40),
         ("num_blocks", "<u2", 48),  # MsporfKernelInfo.numBlocks
         ("args_size", "<u2", 50),
+        ("ratio_mode", "u1", 52),  # bits 0-2: MIX ratio (mix blocks per block), bits 3-4: schedMode
     ],
     COMPACT_SIZE,
 )

@@ -34,7 +34,7 @@ from msprof_py.runtime.graph import DTYPE_BYTES, Op, Tensor
 # a constant, a table entry, a task-type rule): tuned banks (msprof_py.aoe) record it and are
 # discarded as stale when it differs.  Doc/comment/refactoring edits that keep every cost do
 # not bump it.
-COST_MODEL_VERSION = "1"
+COST_MODEL_VERSION = "2"
 
 CUBE_OPS = frozenset({
     "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3D", "MatMul", "MatMulV2", "MatMulV3",
@@ -277,6 +277,10 @@ def op_cost(op: Op, spec: DeviceSpec, tuning: TuneChoice | None = None) -> OpCos
     out_elems = max((t.numel for t in op.outputs), default=1)
     if task_type == "AI_VECTOR_CORE":  # reductions split their (large) input across blocks
         out_elems = max([out_elems] + [t.numel for t in op.inputs])
+    elif op.type == "Conv2DBackpropFilter" and op.inputs and op.inputs[0].shape:
+        # weight gradients reduce over the batch: CANN's kernels split the batch across cores too
+        # (partial sums added atomically), so a small filter still uses every core
+        out_elems *= max(int(op.inputs[0].shape[0]), 1)
     is_cube = task_type in ("AI_CORE", "MIX_AIV", "MIX_AIC") and op.type not in VECTOR_FLOPS_PER_ELEM
     comp_x, bw_x, blocks_x = (tuning or TuneChoice()).factors(is_cube)
     overhead_ns = spec.kernel_launch_overhead_us * 1000.0

@@ -72,9 +72,9 @@ class _Host:
                  records.api(LEVEL_RUNTIME, self.n.rt_api(name), self.thread, begin, end, 0))
 
     def task_track(self, ts: int, stream: int, task_id: int, batch: int, host_type: str, kernel: str,
-                   num_blocks: int, ref: int = -1) -> None:
+                   num_blocks: int, ref: int = -1, ratio: int = 0) -> None:
         recs = records.task_tracks(self.thread, ts, self.device_id, stream, max(task_id, 0), batch,
-                                   self.n.rt_task(host_type), self.n.h(kernel), num_blocks)
+                                   self.n.rt_task(host_type), self.n.h(kernel), num_blocks, ratio)
         self.add(task_track.FILE_TAG, True, recs, PATCH_TASK if ref >= 0 else 0, ref)
 
     def node_launch(self, t: int, op: Op, cost: OpCost, aging: bool, dynamic: bool, rt_api: str, stream: int,
@@ -101,7 +101,8 @@ class _Host:
         self.rt_api(rt_api, rt0, rt0 + int(apis.US * 6))
         host_type = KERNEL_TYPES[cost.task_type][0]
         # the runtime reports the launched kernel under the node's name (what op_summary shows)
-        self.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, task_id, batch, host_type, op.name, cost.block_dim, ref)
+        self.task_track(rt0 + apis.TASK_TRACK_AT_NS, stream, task_id, batch, host_type, op.name, cost.block_dim, ref,
+                        cost.block_num_field >> 16)
         return t + dur
 
     def fusion_infos(self, t: int, ops: list[Op]) -> int:

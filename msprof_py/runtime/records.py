@@ -23,7 +23,8 @@ from msprof_py.runtime.rts import MEMCPY_INFO_TYPE, TASK_TRACK_TYPE
 HCCL_INFO_TYPE = 10  # header type of hccl_info additional records (level 5500)
 
 # GE data type / format ids (tensor_info), inverted from the raw tables
-DATA_TYPE_IDS = {v: k for k, v in tensor_info.DATA_TYPES.items()}
+# (graph files name bfloat16 "BF16", GE's short name; msprof prints the enum as DT_BF16)
+DATA_TYPE_IDS = {v: k for k, v in tensor_info.DATA_TYPES.items()} | {"BF16": 27}
 FORMAT_IDS = {v: k for k, v in tensor_info.FORMATS.items()}
 
 
@@ -59,8 +60,10 @@ def event(level: int, type_: int, thread: int, ts, request_id, item_id) -> np.nd
     return r
 
 
-def task_tracks(thread: int, ts, device_id, stream, task_id, batch, task_type_hash, kernel_hash, num_blocks=0
-                ) -> np.ndarray:
+def task_tracks(thread: int, ts, device_id, stream, task_id, batch, task_type_hash, kernel_hash, num_blocks=0,
+                ratio=0) -> np.ndarray:
+    """Runtime task_track records; ``num_blocks`` / ``ratio``: the kernel's launch (MsporfKernelInfo),
+    which msprof's C++ analysis prefers to node_basic_info for Block Num / Mix Block Num."""
     n = _n(ts, stream, task_id, batch, task_type_hash, kernel_hash)
     r = _header(task_track.DTYPE, n, LEVEL_RUNTIME, TASK_TRACK_TYPE, thread, ts)
     r["device_id"] = device_id
@@ -70,6 +73,7 @@ def task_tracks(thread: int, ts, device_id, stream, task_id, batch, task_type_ha
     r["task_type"] = task_type_hash
     r["kernel_name"] = kernel_hash
     r["num_blocks"] = num_blocks
+    r["ratio_mode"] = np.asarray(ratio) & 0x7
     return r
 
 

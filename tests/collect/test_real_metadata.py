@@ -122,3 +122,19 @@ def test_every_hccl_sub_task_has_its_own_hccl_api(collected: CollectResult, tmp_
     assert set(tasks["task_type"].astype(str)) == {"Memcpy", "Notify_Record", "Notify_Wait", "Reduce_Inline"}
     per_op = tasks.groupby(["device_id", "op_name"]).size()
     assert len(per_op) == len(s.communication) and per_op.nunique() == 1
+
+
+def test_reduce_slices_are_numbered_over_all_devices_as_msprof_cpp_does(collected: CollectResult,
+                                                                         tmp_path: Path) -> None:
+    """msprof's C++ timeline names the Step Trace all-reduce slices ``Reduce_{iteration}_{k}`` with
+    one running ``k`` over every device (device 0's first, then device 1's), seen on a resnet50 x2."""
+    from msprof_py.export.runner import ExportOptions, export
+
+    prof = tmp_path / collected.prof_dir.name
+    shutil.copytree(collected.prof_dir, prof)
+    export(prof, ExportOptions())
+    out = prof / "mindstudio_profiler_output"
+    names = [[e["name"] for e in _json(out / f"msprof_{d}.json") if e.get("cat") == "Reduce"] for d in (0, 1)]
+    assert names[0] and len(names[0]) == len(names[1])
+    ks = [int(n.rsplit("_", 1)[1]) for n in names[0] + names[1]]
+    assert sorted(ks) == list(range(len(ks)))

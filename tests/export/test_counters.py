@@ -104,6 +104,7 @@ def test_timeline_has_the_msproftx_process(exported: Path) -> None:
     assert len(tx_pid) == 1 and names[tx_pid[0]] == "python3"
     marks = [e for e in events if e.get("ph") == "X" and e["pid"] == tx_pid[0]]
     assert [e["name"] for e in marks] == ["begin", "step 0", "execute", "step 1", "execute"]
+    assert not (exported / "mindstudio_profiler_output" / "msprof_64.json").exists()  # no host "device" file
     assert marks[0]["dur"] == 0 and marks[0]["args"] == {"Category": "0", "Payload_type": 0, "Payload_value": 0,
                                                          "Message_type": 0, "event_type": "marker"}
 
@@ -181,3 +182,19 @@ def test_record_layouts_are_msprofs() -> None:
     from msprof_py.raw import msproftx
     assert msproftx.DTYPE.itemsize == struct.calcsize("=HH3IQ2HI2H4Ii5Qi156s")
     assert msproftx.DTYPE.fields["message"][1] == struct.calcsize("=HH3IQ2HI2H4Ii5Qi")
+
+
+def test_selected_iteration_keeps_its_ai_cpu_runs(exported: Path, tmp_path: Path) -> None:
+    """msprof keeps the AI CPU runs inside the selected iterations (checked against its Python
+    analysis with --model-id 1 --iteration-id 1 and 2: all four files equal); the dp, l2_cache
+    and msprof_tx files are not cut by iteration there either."""
+    prof = tmp_path / exported.name
+    shutil.copytree(exported, prof, ignore=shutil.ignore_patterns("mindstudio_profiler_*"))
+    res = CliRunner().invoke(cli, ["export", "--output", str(prof), "--model-id", "1", "--iteration-id", "2"])
+    assert res.exit_code == 0, res.output
+    out = prof / "mindstudio_profiler_output"
+    rows = (out / "aicpu_0_1_2.csv").read_text().splitlines()
+    full = (GOLDEN / "aicpu_0.csv").read_text().splitlines()
+    assert rows == [full[0], full[2]]  # iteration 2's NonZero only (not iteration 1's, not the aclnn call after)
+    assert (out / "dp_0_1_2.csv").read_bytes() == (GOLDEN / "dp_0.csv").read_bytes()
+    assert (out / "l2_cache_0_1_2.csv").read_bytes() == (GOLDEN / "l2_cache_0.csv").read_bytes()

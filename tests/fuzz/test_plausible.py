@@ -182,3 +182,15 @@ def test_device_tasks_without_any_host_task(tmp_path: Path) -> None:
     (prof / "host/data/aging.compact.task_track.slice_0").unlink()
     msgs = [m for m in load(prof, use_cache=False).warnings if "no host task record for this device" in m]
     assert len(msgs) == 1 and "device_0: " in msgs[0]
+
+
+@pytest.mark.parametrize("dictionary", ["unaging.additional.hash_dic.slice_0",
+                                        "unaging.additional.type_info_dic.slice_0"])
+def test_dictionary_cut_short(tmp_path: Path, dictionary: str) -> None:
+    # a hash_dic cut inside a name still parsed ("add_kernel" became "add_k"): its .done file says so
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    path = prof / "host/data" / dictionary
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes()[:size - 3])
+    msgs = [m for m in _tallies(prof) if "size differs from their .done file" in m]
+    assert len(msgs) == 1 and f"{dictionary} byte {size - 3} ({size - 3} bytes, .done says {size})" in msgs[0]

@@ -80,7 +80,8 @@ def aicpu_ops(session: Any) -> list[Finding]:
             {"ops": {str(n): {"type": r.op_type, "count": int(r.n), "ai_cpu_us": us(r.total_ns),
                               "ai_core_twin_mean_us": None if np.isnan(r.core_ns) else us(r.core_ns)}
                      for n, r in ops.iterrows()},
-             "estimate": "AI CPU time - the median AI Core time of the same type/shapes x count"},
+             "estimate": "AI CPU time - the median AI Core time of the same type/shapes x count (all of the AI "
+                         "CPU time when no such AI Core op ran: an upper bound)"},
             Plot("AI CPU time that an AI Core kernel would save, per op", labels, vals)))
     return out
 

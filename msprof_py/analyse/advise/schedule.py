@@ -98,8 +98,9 @@ def _gap_finding(session: Any, cause: str) -> list[Finding]:
                 "sync_hot_path", SCHEDULE, dev,
                 f"Synchronisation on the hot path: {len(calls)} aclrtSynchronize* call(s) inside iterations "
                 f"left the device idle {len(g)} times ({100 * lost / span:.1f}% of the iteration time)",
-                "Remove aclrtSynchronizeStream between launches (keep one per iteration); use events "
-                "(aclrtRecordEvent / aclrtStreamWaitEvent) for ordering and async copies for results.",
+                "Remove the synchronisations the host does not need at once (between launches, a per-step "
+                "result read): order streams with events (aclrtRecordEvent / aclrtStreamWaitEvent), fetch "
+                "results with async copies and read them a step later, so the host launches ahead.",
                 lost, sorted(set(calls)), [int(i) for i in per_iter.index], [],
                 {**ev, "sync_calls": len(calls), "estimate": "sum of idle gaps that began while the host was "
                                                              "blocked in a sync"},

@@ -7,11 +7,13 @@ model id itself resolves to e.g. ``"1"``); an unknown kernel name shows as "N/A"
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
+from msprof_py.parse import plausible
 from msprof_py.parse.reader import read_bytes
 from msprof_py.raw import hash_dic
 
@@ -23,14 +25,14 @@ class Dictionaries:
 
     def add_hash_file(self, path, warnings: WarningLog) -> None:
         """Merge one hash_dic slice (``<u64 hash>:<string>`` lines)."""
-        mapping, bad = hash_dic.parse_hash_dic(_text(path))
+        mapping, bad = hash_dic.parse_hash_dic(_text(path, warnings))
         self.hashes.update(mapping)
         if bad:
             warnings.warn(f"{path}: {len(bad)} malformed hash_dic line(s) ignored (first: line {bad[0]})")
 
     def add_type_file(self, path, warnings: WarningLog) -> None:
         """Merge one type_info_dic slice (``<level>_<type>:<name>`` lines)."""
-        mapping, bad = hash_dic.parse_type_dic(_text(path))
+        mapping, bad = hash_dic.parse_type_dic(_text(path, warnings))
         self.types.update(mapping)
         if bad:
             warnings.warn(f"{path}: {len(bad)} malformed type_info_dic line(s) ignored (first: line {bad[0]})")
@@ -59,5 +61,9 @@ def _resolve(values: np.ndarray, lookup) -> pd.Categorical:
     return from_codes(codes, names)
 
 
-def _text(path) -> str:
-    return read_bytes(path).decode("utf-8", errors="replace")
+def _text(path, warnings: WarningLog) -> str:
+    data = read_bytes(path)
+    # a cut or spliced dictionary still parses (a name cut short, a line repeated): its .done
+    # file, as for the binary slices, is what says so
+    plausible.check_done([Path(path)], [len(data)], warnings)
+    return data.decode("utf-8", errors="replace")
