@@ -13,14 +13,14 @@ from pathlib import Path
 
 from benchmarks.parity.cells import Check
 from benchmarks.parity.csvs import compare_csvs, files_by_kind
-from benchmarks.parity.dbs import compare_dbs, find_db
+from benchmarks.parity.dbs import compare_dbs, expected_db_checks, find_db
 from benchmarks.parity.timeline import compare_timeline
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 # msprof's outputs and intermediates, and our own cache: not raw data
 SKIP = {OUTPUT_DIR, "mindstudio_profiler_log", "sqlite", "msprof_py_cache"}
 ORDER = ["op_summary", "op_statistic", "api_statistic", "task_time", "step_trace", "timeline", "timeline.hw",
-         "timeline.flows", "db", "db.task", "db.api", "op_summary.pmu"]
+         "timeline.flows", "db", "db.task", "db.api", "db.pmu", "op_summary.pmu"]
 PMU = "op_summary.pmu"
 
 
@@ -84,8 +84,7 @@ def expected_checks(prof: Path) -> list[str]:
             names.append(PMU)
     if "msprof" in files_by_kind(out_dir, "json"):
         names += ["timeline", "timeline.hw", "timeline.flows"]
-    if find_db(prof) is not None:
-        names += ["db", "db.task", "db.api"]
+    names += expected_db_checks(prof)
     return sorted(names, key=lambda n: ORDER.index(n) if n in ORDER else 99)
 
 

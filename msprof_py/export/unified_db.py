@@ -6,8 +6,12 @@ local epoch ns; strings are interned in ``STRING_IDS(id, value)`` and other tabl
 ``globalTid = pid << 32 | tid``; ``globalTaskId`` numbers the rows of TASK.
 
 Tables and their exact column lists (as msprof's system test checks them): STRING_IDS, TASK,
-CANN_API, COMPUTE_TASK_INFO, META_DATA, ENUM_API_TYPE, SESSION_TIME_INFO, NPU_INFO,
-RANK_DEVICE_MAP, HOST_INFO and, when there is communication, COMMUNICATION_OP.
+CANN_API, COMPUTE_TASK_INFO, META_DATA, the ENUM_* tables, SESSION_TIME_INFO, NPU_INFO,
+RANK_DEVICE_MAP, HOST_INFO, COMMUNICATION_OP, TASK_PMU_INFO, AICORE_FREQ.  As msprof
+(``analysis/csrc/application/database/db_assembler.cpp``), a table is created only when it has
+rows.  The rules for TASK and COMPUTE_TASK_INFO rows are msprof's TaskProcessor
+(``domain/data_process/ai_task/task_processor.cpp``) and CANNTraceDBDumper::DumpOpDesc
+(``domain/services/persistence/host/cann_trace_db_dumper.cpp``): see :func:`db_tasks`.
 """
 from __future__ import annotations
 
@@ -22,12 +26,15 @@ import pandas as pd
 from msprof_py.atomic import temp_path
 from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import device_ids, device_info
+from msprof_py.export.session_access import NA_ID, device_ids
+from msprof_py.export.unified_db_enums import (API_TYPES, CHIP_NAMES, DEFAULT_HOST_UID, ENUM_TABLES, META_DATA,
+                                               UNKNOWN_CHIP)
+from msprof_py.export.views import (api_names, as_cat, ascend_task_types, info_names, info_types, is_level0,
+                                    op_info)
 from msprof_py.parse.session import Session
-from msprof_py.export.views import api_names, as_cat, cat_isin, shown_tasks, task_types
 
 TABLES: dict[str, list[tuple[str, str]]] = {
-    "STRING_IDS": [("id", "INTEGER"), ("value", "TEXT")],
+    "STRING_IDS": [("id", "INTEGER PRIMARY KEY"), ("value", "TEXT")],
     "TASK": [("startNs", "INTEGER"), ("endNs", "INTEGER"), ("deviceId", "INTEGER"), ("connectionId", "INTEGER"),
              ("globalTaskId", "INTEGER"), ("globalPid", "INTEGER"), ("taskType", "INTEGER"),
              ("contextId", "INTEGER"), ("streamId", "INTEGER"), ("taskId", "INTEGER"), ("modelId", "INTEGER")],
@@ -40,26 +47,18 @@ TABLES: dict[str, list[tuple[str, str]]] = {
                           ("outputShapes", "INTEGER"), ("attrInfo", "INTEGER"), ("opState", "INTEGER"),
                           ("hf32Eligible", "INTEGER"), ("gridDim", "INTEGER"), ("blockDim", "INTEGER")],
     "META_DATA": [("name", "TEXT"), ("value", "TEXT")],
-    "ENUM_API_TYPE": [("id", "INTEGER"), ("name", "TEXT")],
+    **{name: [("id", "INTEGER PRIMARY KEY"), ("name", "TEXT")] for name in ENUM_TABLES},
     "SESSION_TIME_INFO": [("startTimeNs", "INTEGER"), ("endTimeNs", "INTEGER")],
     "NPU_INFO": [("id", "INTEGER"), ("name", "TEXT")],
     "RANK_DEVICE_MAP": [("rankId", "INTEGER"), ("deviceId", "INTEGER")],
     "HOST_INFO": [("hostUid", "TEXT"), ("hostName", "TEXT")],
+    "MEMCPY_INFO": [("globalTaskId", "NUMERIC"), ("size", "NUMERIC"), ("memcpyOperation", "NUMERIC")],
     "COMMUNICATION_OP": [("opName", "INTEGER"), ("startNs", "INTEGER"), ("endNs", "INTEGER"),
                          ("connectionId", "INTEGER"), ("groupName", "INTEGER"), ("opId", "INTEGER"),
                          ("relay", "INTEGER"), ("retry", "INTEGER"), ("dataType", "INTEGER"),
                          ("algType", "INTEGER"), ("count", "NUMERIC"), ("opType", "INTEGER"),
                          ("deviceId", "INTEGER"), ("rankSize", "INTEGER")],
 }
-API_TYPES = {"acl": 20000, "model": 15000, "node": 10000, "communication": 5500, "hccl": 5500, "runtime": 5000}
-ENUM_API_TYPE = [(20000, "acl"), (15000, "model"), (10000, "node"), (5500, "communication"), (5000, "runtime"),
-                 (50001, "op"), (50002, "queue"), (50003, "trace"), (50004, "mstx")]
-SCHEMA_VERSION = "1.0.0"
-# info.json platform_version -> chip (reference §3.9; product names are msprof's inferred mapping)
-CHIP_NAMES = {0: "Ascend310", 1: "Ascend910", 2: "Ascend310P", 3: "Ascend310P", 4: "Ascend310P",
-              5: "Ascend910B", 7: "Ascend310B", 8: "Ascend310B", 11: "Ascend310B", 15: "Ascend950", 16: "Ascend950"}
-
-
 class StringIds:
     """Interns strings; ids in first-seen order (deterministic for the same session)."""
 
@@ -129,23 +128,6 @@ def _i64(col: Any) -> np.ndarray:
     return v.fillna(-1).to_numpy(dtype=np.int64)
 
 
-def _rows(*cols: Any) -> Any:
-    return zip(*[c.tolist() if isinstance(c, np.ndarray) else list(c) for c in cols])
-
-
-def _strip_quotes(values: Any) -> Any:
-    """``values`` as strings without '"' (missing -> "N/A").  Categorical in the fast case: the
-    replace runs on the distinct values only, and the categories are what the string column
-    would give (sorted, only those used), so StringIds interns them in the same order."""
-    factored = _factor_str(values)
-    if factored is None:
-        s = pd.Series(values).astype(object).where(pd.Series(values).notna(), "N/A").astype(str)
-        return s.str.replace('"', "", regex=False).to_numpy()
-    codes, uniq = factored
-    codes, cats = _sorted_codes(codes, [u.replace('"', "") for u in uniq])
-    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
-
-
 def write_db(session: Session, path: Path) -> Path:
     """Write the unified DB to ``path`` atomically (temporary file in the same dir, then rename)."""
     with temp_path(path) as tmp:
@@ -153,8 +135,6 @@ def write_db(session: Session, path: Path) -> Path:
         try:
             con.execute("PRAGMA journal_mode=OFF")
             con.execute("PRAGMA synchronous=OFF")
-            for name, cols in TABLES.items():
-                con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
             _fill(con, session)
             con.commit()
         except sqlite3.OperationalError as err:
@@ -166,7 +146,17 @@ def write_db(session: Session, path: Path) -> Path:
     return path
 
 
+def _create(con: sqlite3.Connection, name: str) -> None:
+    cols = TABLES[name]
+    con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
+
+
 def _insert(con: sqlite3.Connection, name: str, rows: Any) -> None:
+    """Create table ``name`` and insert ``rows`` (a list).  msprof creates a table only when it
+    has rows (db_assembler.h SaveData), so an empty ``rows`` creates nothing."""
+    if not rows:
+        return
+    _create(con, name)
     n = len(TABLES[name])
     con.executemany(f"INSERT INTO {name} VALUES ({','.join('?' * n)})", rows)
 
@@ -175,79 +165,201 @@ INSERT_CHUNK = 65_536  # rows converted to Python ints at a time: bounds the mem
 
 
 def _insert_cols(con: sqlite3.Connection, name: str, *cols: np.ndarray) -> None:
-    """Insert int64 columns in chunks of rows (same rows, same order as one executemany)."""
+    """Create table ``name`` (when there are rows) and insert int64 columns in chunks of rows."""
     n = len(cols[0]) if cols else 0
+    if n == 0:
+        return
+    _create(con, name)
+    sql = f"INSERT INTO {name} VALUES ({','.join('?' * len(TABLES[name]))})"
     for lo in range(0, n, INSERT_CHUNK):
-        _insert(con, name, zip(*[c[lo:lo + INSERT_CHUNK].tolist() for c in cols]))
+        con.executemany(sql, zip(*[c[lo:lo + INSERT_CHUNK].tolist() for c in cols]))
+
+
+def db_tasks(session: Session) -> pd.DataFrame:
+    """msprof's TASK rows (TaskProcessor: every AscendTask row with a device task): every task
+    that ran on a device -- an FFTS+ / MIX kernel both as its sub-task rows and as the parent
+    task around them -- minus those that ended before their device's collection start
+    (FilterDataByStartTime).  Ordered by device, start, stream."""
+    t = session.tasks
+    if len(t) == 0:
+        return t
+    start = t["start_ns"].to_numpy(dtype=np.int64)
+    end = start + t["dur_ns"].to_numpy(dtype=np.int64)
+    dev = t["device_id"].to_numpy(dtype=np.int64)
+    dv = session.devices
+    begin = pd.Series(_i64(dv["collection_start_ns"]), index=_i64(dv["device_id"])) if len(dv) else pd.Series([])
+    begin = begin[~begin.index.duplicated()]
+    dev_begin = pd.Series(dev).map(begin).fillna(-1).to_numpy(np.int64)
+    t = t[(start >= 0) & (end >= dev_begin)]
+    order = np.lexsort((t["stream_id"].to_numpy(np.int64), t["start_ns"].to_numpy(np.int64),
+                        t["device_id"].to_numpy(np.int64)))
+    return t.iloc[order]
+
+
+def parent_rows(t: pd.DataFrame) -> np.ndarray:
+    """Rows that are the parent of FFTS+ sub-task rows (context id 4294967295 where the same
+    device, stream, task and batch also has rows with a context id): msprof's placeholder for
+    the FFTS+ task group (TreeAnalyzer::GetComputeOpDescs), which has no TaskInfo."""
+    key = ["device_id", "stream_id", "task_id", "batch_id"]
+    ctx = t["context_id"].to_numpy(dtype=np.int64)
+    if len(t) == 0 or not (ctx != NA_ID).any():
+        return np.zeros(len(t), dtype=bool)
+    k = pd.DataFrame({c: t[c].to_numpy(np.int64) for c in key})
+    subs = k[ctx != NA_ID].drop_duplicates().assign(_sub=True)
+    has_sub = k.merge(subs, on=key, how="left")["_sub"].notna().to_numpy()
+    return has_sub & (ctx == NA_ID)
+
+
+def quoted_shapes(values: Any) -> pd.Categorical:
+    """Shapes as msprof stores them in COMPUTE_TASK_INFO: inside one pair of quotes
+    (CANNTraceDBDumper AddQuotation), "N/A" as is (only the distinct values are touched)."""
+    c = as_cat(values)
+    cats = np.array(['"' + v.replace('"', "") + '"' if v != "N/A" else v for v in c.categories], dtype=object)
+    uniq, inverse = np.unique(cats, return_inverse=True)
+    return pd.Categorical.from_codes(inverse[np.asarray(c.codes)], categories=pd.Index(list(uniq), dtype=object))
+
+
+# msprof's NpuOpMemProcessor interns these two in its constructor, which every export runs, so
+# they are the first STRING_IDS rows of every msprof db (npu_op_mem_processor.cpp)
+ALWAYS_INTERNED = ("release", "allocate")
 
 
 def _fill(con: sqlite3.Connection, session: Session) -> None:
     sid = StringIds()
-    devs = device_ids(session)
-    # TASK + COMPUTE_TASK_INFO
-    parts = [shown_tasks(session, d) for d in devs]
-    t = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else None
-    del parts  # the per-device copies: only the concatenated table from here on
-    if t is not None:
-        n = len(t)
-        gid = np.arange(n, dtype=np.int64)
-        start, dur = _i64(t["start_ns"]), _i64(t["dur_ns"])
-        dev = _i64(t["device_id"])
-        pid_of = {d: int(device_info(session, d).get("pid") or 0) for d in devs}
-        gpid = pd.Series(dev).map(pid_of).fillna(0).to_numpy(np.int64)
-        ttype = sid.column(pd.Categorical(task_types(t)))
-        _insert_cols(con, "TASK", start, start + dur, dev, _i64(t["connection_id"]), gid, gpid, ttype,
-                     _i64(t["context_id"]), _i64(t["stream_id"]), _i64(t["task_id"]), _i64(t["model_id"]))
-        has_op = ~cat_isin(as_cat(t["op_name"]), ["N/A"])  # codes, not one Python string per row
-
-        def c(col: str) -> pd.Series:  # one column of the rows with an op (not a copy of every column)
-            return t[col][has_op]
-
-        g = gid[has_op]
-        m = int(has_op.sum())
-        na = np.full(m, sid.one("N/A"), np.int64)
-        _insert_cols(
-            con, "COMPUTE_TASK_INFO",
-            sid.column(c("op_name")), g, _i64(c("block_num")), _i64(c("mix_block_num")), ttype[has_op],
-            sid.column(c("op_type")), sid.column(c("input_formats")), sid.column(c("input_data_types")),
-            sid.column(_strip_quotes(c("input_shapes"))), sid.column(c("output_formats")),
-            sid.column(c("output_data_types")), sid.column(_strip_quotes(c("output_shapes"))), na,
-            sid.column(c("op_state")), sid.column(c("hf32_eligible")), na, na)
+    for s in ALWAYS_INTERNED:
+        sid.one(s)
+    t = db_tasks(session)
+    gid = None
+    if len(t):
+        _tasks(con, session, t, sid)
+        gid = np.arange(len(t), dtype=np.int64)
+    _memcpy(con, session, t)
     # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
-    pmu_export.db_tables(con, session, t, gid if t is not None else None, sid.one)
-    # CANN_API
-    api = session.api
-    if len(api):
-        lvl = api["level"].astype(object).astype(str)
-        typ = lvl.map(API_TYPES).fillna(0).to_numpy(np.int64)
-        gtid = (_i64(api["pid"]) << 32) | _i64(api["thread_id"])
-        _insert_cols(con, "CANN_API", _i64(api["start_ns"]), _i64(api["end_ns"]), typ, gtid,
-                     _i64(api["connection_id"]), sid.column(api_names(api)))
-    comm = session.communication
-    if len(comm):
-        s = _i64(comm["start_ns"])
-        n = len(comm)
-        _insert_cols(
-            con, "COMMUNICATION_OP",
-            sid.column(comm["op_name"]), s, s + _i64(comm["dur_ns"]), _i64(comm["connection_id"]),
-            sid.column(comm["group_name"]), np.arange(n, dtype=np.int64), np.zeros(n, np.int64),
-            np.zeros(n, np.int64), sid.column(comm["data_type"]), sid.column(comm["alg_type"]),
-            _i64(comm["count"]), sid.column(comm["op_type"]), _i64(comm["device_id"]), _i64(comm["rank_size"]))
-    _insert(con, "ENUM_API_TYPE", ENUM_API_TYPE)
-    dv = session.devices
-    if len(dv):
-        starts = _i64(dv["collection_start_ns"])
-        ends = _i64(dv["collection_end_ns"])
-        _insert(con, "SESSION_TIME_INFO", [(int(starts.min()), int(ends.max()))])
-        chips = [CHIP_NAMES.get(int(v), f"platform_version {int(v)}") for v in _i64(dv["platform_version"])]
-        _insert(con, "NPU_INFO", list(zip(_i64(dv["device_id"]).tolist(), chips)))
-        _insert(con, "RANK_DEVICE_MAP", _rows(_i64(dv["rank_id"]), _i64(dv["device_id"])))
-        host = str(dv["hostname"].iloc[0]) if "hostname" in dv else "N/A"
-        _insert(con, "HOST_INFO", [(host, host)])
-    _insert(con, "META_DATA", [("SCHEMA_VERSION", SCHEMA_VERSION), ("SCHEMA_VERSION_MAJOR", "1"),
-                               ("SCHEMA_VERSION_MINOR", "0"), ("SCHEMA_VERSION_MICRO", "0"),
-                               ("PRODUCER", "msprof_py")])
+    pmu_export.db_tables(con, session, t if len(t) else None, gid, sid.one)
+    _api(con, session, sid)
+    _communication(con, session, sid)
+    for name, rows in ENUM_TABLES.items():
+        _insert(con, name, rows)
+    _session_tables(con, session)
+    _insert(con, "META_DATA", META_DATA)
     _insert(con, "STRING_IDS", [(i, s) for s, i in sid.ids.items()])
+
+
+def _tasks(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: StringIds) -> None:
+    """TASK (every row of ``t``) and COMPUTE_TASK_INFO (the rows msprof has a TaskInfo for)."""
+    n = len(t)
+    gid = np.arange(n, dtype=np.int64)
+    start, dur = _i64(t["start_ns"]), _i64(t["dur_ns"])
+    dev = _i64(t["device_id"])
+    _insert_cols(con, "TASK", start, start + dur, dev, _i64(t["connection_id"]), gid,
+                 np.full(n, _host_pid(session), np.int64), sid.column(ascend_task_types(t)),
+                 _i64(t["context_id"]), _i64(t["stream_id"]), _i64(t["task_id"]), _i64(t["model_id"]))
+    has_info = op_info(t) & ~parent_rows(t)
+    c = t[has_info]
+    if not len(c):
+        return
+    m = len(c)
+    op_type, task_type = info_types(c, is_level0(session))
+    na = np.full(m, sid.one("N/A"), np.int64)
+    _insert_cols(
+        con, "COMPUTE_TASK_INFO",
+        sid.column(info_names(c)), gid[has_info], _i64(c["block_num"]), _i64(c["mix_block_num"]),
+        sid.column(task_type), sid.column(op_type), sid.column(as_cat(c["input_formats"])),
+        sid.column(as_cat(c["input_data_types"])), sid.column(quoted_shapes(c["input_shapes"])),
+        sid.column(as_cat(c["output_formats"])), sid.column(as_cat(c["output_data_types"])),
+        sid.column(quoted_shapes(c["output_shapes"])),
+        # attrInfo: the hash dictionary's text of the op's node_attr_info hash id; msprof's
+        # ComputeTaskInfoProcessor leaves "" when there is none (we do not decode node_attr_info)
+        np.full(m, sid.one(""), np.int64),
+        sid.column(as_cat(c["op_state"])), sid.column(as_cat(c["hf32_eligible"])), na, na)
+
+
+def _memcpy(con: sqlite3.Connection, session: Session, t: pd.DataFrame) -> None:
+    """MEMCPY_INFO (db_assembler.cpp SaveMemcpyInfoData): one row per memcpy_info record with the
+    globalTaskId of its task (context 4294967295; msprof's IdPool gives a task not in TASK the
+    next free id), the size in bytes and the ENUM_MEMCPY_OPERATION id of its direction."""
+    m = session.memcpy
+    if not len(m):
+        return
+    key = ["device_id", "stream_id", "task_id", "batch_id"]
+    tk = pd.DataFrame({k: _i64(t[k]) for k in key}) if len(t) else pd.DataFrame({k: [] for k in key}, dtype=np.int64)
+    tk["_gid"] = np.arange(len(tk), dtype=np.int64)
+    tk = tk[_i64(t["context_id"]) == NA_ID] if len(t) else tk
+    mk = pd.DataFrame({k: _i64(m[k]) for k in key})
+    g = np.array(mk.merge(tk.drop_duplicates(key), on=key, how="left")["_gid"], dtype=np.float64)  # a copy
+    fresh = np.isnan(g)
+    if fresh.any():  # one new id per distinct task, after TASK's ids
+        g[fresh] = len(t) + mk[fresh].groupby(key, sort=False).ngroup().to_numpy()
+    ops = {name: i for i, name in ENUM_TABLES["ENUM_MEMCPY_OPERATION"]}
+    op = pd.Series(np.asarray(as_cat(m["direction"]), dtype=object)).map(ops).fillna(ops["other"])
+    _insert_cols(con, "MEMCPY_INFO", g.astype(np.int64), _i64(m["size_bytes"]), op.to_numpy(np.int64))
+
+
+def _host_pid(session: Session) -> int:
+    """TASK.globalPid: the pid of host/info.json (Context::GetPidFromInfoJson(HOST_ID)), else a
+    device's."""
+    dv = session.devices
+    if not len(dv) or "pid" not in dv:
+        return 0
+    pid = pd.to_numeric(dv["pid"], errors="coerce")
+    host = (dv["dir_name"].astype(str) == "host").to_numpy() if "dir_name" in dv else np.zeros(len(dv), bool)
+    ordered = pd.concat([pid[host], pid[~host]]).dropna()
+    return int(ordered.iloc[0]) if len(ordered) else 0
+
+
+def _api(con: sqlite3.Connection, session: Session, sid: StringIds) -> None:
+    api = session.api
+    if not len(api):
+        return
+    lvl = as_cat(api["level"])  # the level names are few: map the categories, not the rows
+    typ = np.array([API_TYPES.get(str(c), 0) for c in lvl.categories], dtype=np.int64)[np.asarray(lvl.codes)]
+    gtid = (_i64(api["pid"]) << 32) | _i64(api["thread_id"])
+    _insert_cols(con, "CANN_API", _i64(api["start_ns"]), _i64(api["end_ns"]), typ, gtid,
+                 _i64(api["connection_id"]), sid.column(api_names(api)))
+
+
+def _communication(con: sqlite3.Connection, session: Session, sid: StringIds) -> None:
+    comm = session.communication
+    if not len(comm):
+        return
+    s = _i64(comm["start_ns"])
+    n = len(comm)
+    _insert_cols(
+        con, "COMMUNICATION_OP",
+        sid.column(comm["op_name"]), s, s + _i64(comm["dur_ns"]), _i64(comm["connection_id"]),
+        sid.column(comm["group_name"]), np.arange(n, dtype=np.int64), np.zeros(n, np.int64),
+        np.zeros(n, np.int64), sid.column(comm["data_type"]), sid.column(comm["alg_type"]),
+        _i64(comm["count"]), sid.column(comm["op_type"]), _i64(comm["device_id"]), _i64(comm["rank_size"]))
+
+
+def _session_tables(con: sqlite3.Connection, session: Session) -> None:
+    """SESSION_TIME_INFO, NPU_INFO, RANK_DEVICE_MAP, HOST_INFO (db_assembler.cpp): one NPU_INFO
+    row per ``device_*`` dir with its chip, RANK_DEVICE_MAP (-1, device) for each (msprof writes
+    rank -1 whatever info.json says), a (-1, "UNKNOWN") / (-1, -1) pair without device dirs; the
+    host's hostUid (default "0") and hostname."""
+    dv = session.devices
+    if not len(dv):
+        return
+    starts, ends = _i64(dv["collection_start_ns"]), _i64(dv["collection_end_ns"])
+    _insert(con, "SESSION_TIME_INFO", [(int(starts.min()), int(ends.max()))])
+    names = dv["dir_name"].astype(str) if "dir_name" in dv else pd.Series([""] * len(dv))
+    is_dev = names.str.startswith("device_").to_numpy()
+    devs = dv[is_dev]
+    if len(devs):
+        ids = _i64(devs["device_id"]).tolist()
+        chips = [CHIP_NAMES.get(int(v), UNKNOWN_CHIP) if v >= 0 else UNKNOWN_CHIP for v in _i64(devs["platform_version"])]
+        _insert(con, "NPU_INFO", list(zip(ids, chips)))
+        _insert(con, "RANK_DEVICE_MAP", [(-1, d) for d in ids])
+    else:
+        _insert(con, "NPU_INFO", [(-1, UNKNOWN_CHIP)])
+        _insert(con, "RANK_DEVICE_MAP", [(-1, -1)])
+    host = dv[~is_dev]
+    if len(host):
+        uid = str(host["host_uid"].iloc[0]) if "host_uid" in host else ""
+        uid = uid if uid not in ("", "nan", "None") else DEFAULT_HOST_UID
+        _insert(con, "HOST_INFO", [(uid, str(host["hostname"].iloc[0]))])
+    else:
+        _insert(con, "HOST_INFO", [(DEFAULT_HOST_UID, "")])
 
 
 class UnifiedDb:

@@ -254,6 +254,7 @@ def _devices(host_rd, dev_rds) -> pd.DataFrame:
             "drv_version": _int(rd.info.get("drvVersion"), -1),
             "prof_level": _prof_level(rd.sample),
             "dir_name": rd.name,
+            "host_uid": str(rd.info.get("hostUid", "")),
         })
     return pd.DataFrame(rows, columns=schema.DEVICE_INFO_FIELDS)
 

@@ -27,7 +27,7 @@ whose start_info / host_start.log clocks are read a few µs apart):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from msprof_py.parse.meta import ResultDir, Ticks
@@ -54,8 +54,8 @@ class Clocks:
         return rd.host_ticks(offset_ns=offset, diff=False, log=first.host_start if first is not None else None)
 
     def device_ticks(self, rd: ResultDir) -> Ticks:
-        if self.rule == "cpp":
-            return rd.device_ticks()
+        if self.rule == "cpp":  # task times through msprof's C++ doubles (parse.cpp_time)
+            return replace(rd.device_ticks(), cpp=True)
         return rd.device_ticks(offset_ns=python_offset_ns(self.host if self.host is not None else rd), diff=False)
 
 

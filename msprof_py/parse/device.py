@@ -43,8 +43,7 @@ def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None 
     t = kinds.get(raw_stars.FILE_TAG)
     tr = kinds.get(raw_ts.FILE_TAG)
 
-    start = ticks.to_local_ns(t["start"])
-    dur = ticks.dur_ns(t["end"].astype(np.int64) - t["start"].astype(np.int64))
+    start, dur = ticks.task_ns(t["start"], t["end"])
     _plausible(rd, kinds, t, start, dur, warnings)
     fl = tr["flip"]
     flip_time = ticks.to_local_ns(fl["timestamp"])

@@ -131,7 +131,10 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -
     model_api = anc[LEVEL_MODEL]
     acl_api = anc[LEVEL_ACL]
     hccl_api = anc[LEVEL_HCCL]
-    conn = _at(a["connection_id"], node_api, _at(a["connection_id"], acl_api, -1))
+    # the launching call: the Node-level API, else the innermost API around the track (msprof's
+    # TreeAnalyzer: compute tasks take their Node's id, other tasks their tree parent's)
+    conn = _at(a["connection_id"], node_api,
+               _at(a["connection_id"], model_api, _at(a["connection_id"], acl_api, -1)))
     model_id = _at(model_of_api, model_api, INVALID_U32)
     request_id = _at(a["request_id"], model_api, -1)
     f_time = ticks.to_local_ns(flips["timestamp"])

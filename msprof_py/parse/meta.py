@@ -21,6 +21,7 @@ import numpy as np
 import orjson
 
 from msprof_py.errors import DataError, WarningLog
+from msprof_py.parse import cpp_time
 from msprof_py.parse.reader import read_bytes
 from msprof_py.raw import files as raw_files
 from msprof_py.raw.metadata import StartLog, parse_start_log
@@ -89,6 +90,23 @@ class Ticks:
     cnt0: int
     mono0_ns: int
     local_offset_ns: int
+    cpp: bool = False  # task times as msprof's C++ analysis computes them (:meth:`task_ns`)
+
+    def task_ns(self, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(start local ns, duration ns) of tasks from their start / end counters: exact floors,
+        or (``cpp``) msprof's C++ double arithmetic (:mod:`msprof_py.parse.cpp_time`)."""
+        if self.cpp:
+            s, e = cpp_time.task_ns(start, end, self.cnt0, self.mono0_ns, self.mhz, self.local_offset_ns)
+            return s, e - s
+        s = self.to_local_ns(start)
+        return s, self.dur_ns(np.asarray(end).astype(np.int64) - np.asarray(start).astype(np.int64))
+
+    def point_ns(self, cnt: np.ndarray) -> np.ndarray:
+        """Local ns of counter values (samples, not tasks): exact floors, or (``cpp``) through
+        msprof's C++ ``%f`` rounding of the µs (:func:`msprof_py.parse.cpp_time.point_ns`)."""
+        if self.cpp:
+            return cpp_time.point_ns(cnt, self.cnt0, self.mono0_ns, self.mhz, self.local_offset_ns)
+        return self.to_local_ns(cnt)
 
     def to_local_ns(self, cnt: np.ndarray) -> np.ndarray:
         """Counter values -> local wall-clock ns (int64), msprof's §2.8 steps 2-4."""

@@ -148,6 +148,7 @@ DEVICE_INFO_FIELDS = [
     "prof_level",  # sample.json profLevel / prof_level ("l0", "level0", "l1", ...; "" if absent): msprof's
     #               level0 shows N/A op and task types
     "dir_name",  # "host" / "device_N"
+    "host_uid",  # info.json hostUid ("" if absent; msprof's unified DB then writes "0")
 ]
 """``devices``: one row per result dir (host first, then devices)."""
 

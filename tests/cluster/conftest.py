@@ -27,3 +27,12 @@ def faulty_cluster(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def clean_cluster(tmp_path_factory) -> Path:
     return make_cluster(tmp_path_factory.mktemp("clean"))
+
+
+@pytest.fixture(scope="session")
+def pp_cluster(tmp_path_factory) -> Path:
+    """tp 8 x pp 2 on two nodes (stage 1 = node 1, its clock 5 ms ahead), 4 layers, 2 iterations."""
+    out = tmp_path_factory.mktemp("pp")
+    collect_cluster(get_workload("llm_decoder", **{**PARAMS, "layers": 4}), output=out, ranks=16, ranks_per_node=8,
+                    pp=2, iterations=2, seed=5, fixed_clock=True, clock_offset_us={1: 5000})
+    return out

@@ -77,14 +77,6 @@ def test_receive_waits_for_the_previous_stage() -> None:
     assert (end0.to_numpy() > last1.to_numpy()).all()
 
 
-@pytest.fixture(scope="module")
-def pp_cluster(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("pp")
-    collect_cluster(get_workload("llm_decoder", **{**PARAMS, "layers": 4}), output=out, ranks=16, ranks_per_node=8,
-                    pp=2, iterations=2, seed=5, fixed_clock=True, clock_offset_us={1: 5000})
-    return out
-
-
 def test_bubble_and_p2p_groups_in_msprof_analyze_outputs(pp_cluster: Path, tmp_path: Path) -> None:
     rep = analyze_cluster(pp_cluster, tmp_path, workers=1)
     assert rep.findings == []  # a pipeline bubble is no fault

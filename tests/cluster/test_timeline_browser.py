@@ -49,3 +49,17 @@ def test_merged_timeline_opens_and_collectives_end_together(faulty_cluster: Path
     fit = (tmp_path / "cluster_analysis_output" / "cluster_clock_alignment.csv").read_text().splitlines()
     offset_us = float(fit[2].split(",")[3])
     assert offset_us == pytest.approx(5000, abs=5)
+
+
+def test_pipeline_timeline_opens(pp_cluster: Path, tmp_path: Path) -> None:
+    """A two-stage pipeline's merged timeline (hosts aligned on its send / receive pairs) loads too."""
+    rep = analyze_cluster(pp_cluster, tmp_path, workers=1, timeline=True)
+    trace = next(p for p in rep.written if p.name.startswith("cluster_timeline"))
+    n_x = sum(e["ph"] == "X" for e in json.loads(trace.read_bytes())["traceEvents"])
+    sql = {"slices": SQL["slices"], "errors": SQL["errors"],
+           "p2p": "select count(*) as n from slice where name like 'hcom_send%' or name like 'hcom_receive%'"}
+    res = load_and_query(trace, sql)
+    assert res["state"] == "ready", res["state"]
+    q = res["queries"]
+    assert q["errors"] == [] and q["slices"][0]["n"] == n_x
+    assert q["p2p"][0]["n"] == 16 * 2 * 2  # every rank sends once and receives once per iteration

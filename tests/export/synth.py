@@ -166,7 +166,7 @@ def make_session(ops: int = 6, iterations: int = 2, devices: int = 1, comm: bool
             "platform_version": 5, "ai_core_num": 24, "aiv_num": 48, "hwts_frequency_mhz": 50.0,
             "host_cpu_frequency_mhz": 0.0, "collection_date_begin": "2025-11-21 12:40:00.000000",
             "collection_start_ns": BASE_NS, "collection_end_ns": BASE_NS + 1_000_000 + iterations * iter_len,
-            "job_info": "NA", "drv_version": -1, "prof_level": "", "dir_name": f"device_{d}"})
+            "job_info": "NA", "drv_version": -1, "prof_level": "", "dir_name": f"device_{d}", "host_uid": ""})
 
     api = pd.concat(api_parts, ignore_index=True)
     # parent indices were local to each device block; they were built with base_row already

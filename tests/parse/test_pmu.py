@@ -196,7 +196,7 @@ def test_freq_table_as_msprof(tmp_path: Path) -> None:
     rd = SimpleNamespace(info={"platform_version": "5", "DeviceInfo": [{"aic_frequency": "1650"}]},
                          dev_start=SimpleNamespace(cntvct=1000), collection_start_ns=1_000_000,
                          collection_end_ns=9_000_000,
-                         device_ticks=lambda: SimpleNamespace(to_local_ns=lambda c: np.asarray(c, np.int64) * 1000))
+                         device_ticks=lambda: SimpleNamespace(point_ns=lambda c: np.asarray(c, np.int64) * 1000))
     df = freq_table.build(0, rd, np.array([1200, 1500], np.uint64), np.array([800, 1650]))
     assert df[["timestamp_ns", "freq_mhz"]].values.tolist() == [
         [1_000_000, 1650], [1_000_000, 1650], [1_200_000, 800], [1_500_000, 1650], [9_000_000, 1650]]
@@ -214,3 +214,15 @@ def test_lpm_decode_clamps_count(tmp_path: Path) -> None:
     f = lpm_info.decode_info(dec, ctx)
     assert f["syscnt"].tolist() == [5, 6] and f["freq_mhz"].tolist() == [800, 1650]
     assert "more than 55 entries" in " ".join(ctx.warnings.messages)
+
+
+def test_freq_start_row_at_msprofs_float_cntvct() -> None:
+    """msprof's FreqParser holds dev_start.log's cntvct as float seconds: the start row of a real
+    910B capture (div_torch_b1) is at cntvct - 1; a cntvct that survives the round trip stays."""
+    ticks = SimpleNamespace(point_ns=lambda c: np.asarray(c, np.int64))
+    for cntvct, want in ((4126315234180, 4126315234179), (4126315234100, 4126315234100)):
+        rd = SimpleNamespace(info={"platform_version": "5", "DeviceInfo": [{"aic_frequency": "1650"}]},
+                             dev_start=SimpleNamespace(cntvct=cntvct), collection_start_ns=0,
+                             collection_end_ns=-1, device_ticks=lambda: ticks)
+        df = freq_table.build(0, rd, np.array([cntvct - 50], np.uint64), np.array([800]))
+        assert df["timestamp_ns"].tolist() == [0, want] and df["freq_mhz"].tolist() == [1650, 800]

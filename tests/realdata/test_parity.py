@@ -29,11 +29,8 @@ def _known() -> dict[tuple[str, str], str]:
         for n in names:
             k[(n, check)] = reason
 
-    add(("910b_pypto_mul_b1",), "op_summary.pmu", "MIX cube_utilization differs in the last digit (pmu issue)")
     add(("310b_fastgelu",), "api_statistic", "Variance of msprof's Python path differs by ~0.2 on 4 rows")
     add(("310b_fastgelu",), "timeline", "msprof's Python path labels processes NPU (not NPU 0)")
-    add(ALL_910B, "db", "unified DB row counts differ (ENUM_*, META_DATA, NPU_INFO, COMPUTE_TASK_INFO)")
-    add(ALL_910B, "db.task", "TASK / COMPUTE_TASK_INFO task types and names in the unified DB")
     return k
 
 

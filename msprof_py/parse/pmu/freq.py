@@ -41,8 +41,11 @@ def build(device_id: int, rd: ResultDir, syscnt: np.ndarray, mhz: np.ndarray, ti
         default = int(float(dinfo.get("aic_frequency")))
     except (TypeError, ValueError, AttributeError):
         default = 0
-    sc, f = freq_db_rows(rd.dev_start.cntvct, default, syscnt, mhz)
-    ts = (ticks or rd.device_ticks()).to_local_ns(sc)
+    # msprof's Python FreqParser (which writes freq.db) holds dev_start.log's cntvct as a float of
+    # seconds (InfoConfReader: float(cntvct) / 1e9, get_dev_cnt: int(x * 1e9)): often 1 below
+    dev_cnt = int(float(rd.dev_start.cntvct) / 1e9 * 1e9)
+    sc, f = freq_db_rows(dev_cnt, default, syscnt, mhz)
+    ts = (ticks or rd.device_ticks()).point_ns(sc)
     start, end = rd.collection_start_ns, rd.collection_end_ns
     early = ts < start
     first = int(f[early][-1]) if early.any() else default
