@@ -44,3 +44,16 @@ def test_low_utilisation_on_real_pmu_counters(tmp_path: Path) -> None:
     assert busy < int(s.tasks.loc[s.tasks["op_name"].astype(str) == "FastGelu", "dur_ns"].sum())
     assert f.time_at_stake_ns == pytest.approx(busy * (1 - util / 0.7), abs=1)
     assert findings(s, ["memory_bound"]) == []  # MTE2 is not the bottleneck there
+
+
+def test_a_device_without_data_still_gets_its_prof_rule(tmp_path: Path) -> None:
+    """msprof writes prof_rule_0.json (empty results) for a device folder that recorded nothing
+    (a real 310B capture in ../shared/realdata has one); so do we, with exit 0."""
+    src = next(p for p in (REAL / "310b_fastgelu").rglob("PROF_*") if p.is_dir())
+    prof = tmp_path / src.name
+    shutil.copytree(src, prof)
+    shutil.rmtree(prof / "device_0" / "data")
+    r = CliRunner().invoke(cli, ["advise", "--output", str(prof)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((prof / OUT / "prof_rule_0.json").read_text())
+    assert doc["status"] == 0 and all(not x["result"] for x in doc["data"]["Op Summary"])

@@ -71,7 +71,8 @@ def advise_session(prof: Path, session: Session, res: AdviseResult, fmt: str = "
         out.mkdir(exist_ok=True)
     except OSError as err:
         raise InvalidPathError(f'Cannot create "{out}" ({err.strerror or err}).') from None
-    devs = sorted({int(d) for d in session.tasks.loc[session.tasks["start_ns"] >= 0, "device_id"].unique()})
+    devs = sorted({int(d) for d in session.tasks.loc[session.tasks["start_ns"] >= 0, "device_id"].unique()}
+                  | _device_dirs(prof))
     summary = []
     for dev in devs:
         doc = prof_rule.prof_rule(session, dev, found)
@@ -87,3 +88,14 @@ def advise_session(prof: Path, session: Session, res: AdviseResult, fmt: str = "
     elif fmt == "html":
         res.files.append(_write(out / "advice.html", report.html(found, str(prof), notes)))
     return report.text(found, str(prof), notes)
+
+
+def _device_dirs(prof: Path) -> set[int]:
+    """Ids of the PROF dir's ``device_N`` folders: msprof writes a prof_rule_N.json (with empty
+    results) for a device even when it recorded no task."""
+    out = set()
+    for p in prof.glob("device_*"):
+        tail = p.name[len("device_"):]
+        if p.is_dir() and tail.isdigit() and int(tail) < 64:  # device 64 is the host's id in msprof
+            out.add(int(tail))
+    return out
