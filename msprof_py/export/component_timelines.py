@@ -35,7 +35,7 @@ from msprof_py.export.legacy_summaries import COMPONENTS, dynamic_launches
 from msprof_py.export.timeline import (Timeline, cann_layer, communication_layer, hardware_layer,
                                        step_trace_slices, write_timeline)
 from msprof_py.export.trace_events import Arg, Slices, format_pid
-from msprof_py.export.views import shown_tasks
+from msprof_py.export.views import npu_label, shown_tasks
 from msprof_py.parse.session import Session
 
 AI_STACK_SORT = 1  # a CPU-side sort index msprof's layout leaves unused
@@ -136,7 +136,7 @@ class ComponentTimeline:
                                 "iter": [0], "model": [NA_ID]})
         g = calls.assign(d=calls["e"] - calls["s"]).groupby(["comp", "w"], sort=False)["d"].agg(["count", "sum"])
         g = g.reset_index().merge(win, on="w")
-        tl.meta.process(pid, "AI Stack Time", f"NPU {dev}", AI_STACK_SORT)
+        tl.meta.process(pid, "AI Stack Time", npu_label(session, dev), AI_STACK_SORT)
         for tid, (comp, _) in enumerate(COMPONENTS + [("Task Scheduler", ())]):
             tl.meta.thread(pid, tid, comp, tid)
             sub = g[g["comp"] == comp].sort_values("ws", kind="stable")

@@ -23,11 +23,13 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from msprof_py.export import pmu_export
+from msprof_py.export.api_stats import api_stats_frame, host_freq_hz, py_str
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, device_ids, of_device
 from msprof_py.export.summary_format import _stats, dbl, i64, quoted, stem, text  # noqa: F401  (re-exported)
 from msprof_py.export.table_writer import Col, write_table
-from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names, info_types, is_level0, shown_task_types,
+from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names,
+                                    info_types, is_level0, legacy_layout, op_info, shown_task_types, shown_tasks,
                                     summary_tasks, task_time_tasks, task_types)
 from msprof_py.export.wait_time import cpp_wait_texts
 from msprof_py.parse.session import Session
@@ -69,7 +71,7 @@ class OpSummary:
         comm = of_device(session.communication, dev)
         n_t, n_c = len(t), len(comm)
         if n_t + n_c == 0:
-            return []
+            return self._without_op_info(session, dev, out_dir, naming)
         start = np.concatenate([i64(t["start_ns"]), i64(comm["start_ns"])])
         dur = np.concatenate([i64(t["dur_ns"]), i64(comm["dur_ns"])])
         order = np.argsort(start, kind="stable")
@@ -114,6 +116,39 @@ class OpSummary:
         pmu_header, pmu_cols = pmu_export.op_summary_columns(session, dev, t, n_c, order, dur)
         return [write_table(stem(out_dir, naming, self.name), OP_SUMMARY_HEADER + pmu_header, cols + pmu_cols,
                             naming.summary_format)]
+
+
+    def _without_op_info(self, session: Session, dev: int, out_dir: Path, naming: Naming) -> list[Path]:
+        """A device none of whose tasks has op (GE) info.  Today's msprof writes no op_summary;
+        the msprof of a ``legacy_layout`` capture ("Try to export op summary without ge data")
+        listed every device task, WRITE_BACK / INVALID apart, without the GE columns (Block Dim,
+        Mix Block Dim, HF32 Eligible, tensor columns): Model ID -1, N/A op name, type and state,
+        the device task type (seen on the 310B capture of April 2024 without node_basic_info)."""
+        if cpp_export(session) or not legacy_layout(session):
+            return []
+        t = shown_tasks(session, dev)
+        if len(t) == 0 or op_info(t).any():
+            return []
+        t = t[~cat_isin(as_cat(t["device_task_type"]), ["WRITE_BACK", "INVALID"])]
+        t = t.sort_values("start_ns", kind="stable")
+        n = len(t)
+        if n == 0:
+            return []
+        start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
+        wait = np.zeros(n, np.int64)
+        wait[1:] = np.maximum(0, start[1:] - start[:-1] - dur[:-1])
+        na = np.full(n, "N/A", dtype=object)
+        header = [h for h in OP_SUMMARY_HEADER if h not in NO_GE_DROPPED]
+        cols = [Col.ints(np.full(n, dev)), Col.ints(np.full(n, -1)), Col.ints(i64(t["task_id"])),
+                Col.ints(i64(t["stream_id"])), Col.text(na), Col.text(na), Col.text(na),
+                Col.text(as_cat(t["device_task_type"])), Col.us(start, stamp=True), Col.us(dur), Col.us(wait),
+                Col.text(na)]
+        return [write_table(stem(out_dir, naming, self.name), header, cols, naming.summary_format)]
+
+
+# op_summary columns the msprof of a legacy capture left out without GE data
+NO_GE_DROPPED = frozenset({"Block Num", "Mix Block Num", "HF32 Eligible", "Input Shapes", "Input Data Types",
+                           "Input Formats", "Output Shapes", "Output Data Types", "Output Formats"})
 
 
 # -- op_statistic ---------------------------------------------------------------------------
@@ -192,31 +227,6 @@ class StepTraceSummary:
 
 
 # -- api_statistic (host) -------------------------------------------------------------------
-def api_stats_frame(api: pd.DataFrame, python_path: bool = False) -> pd.DataFrame:
-    """Per (name, level): count, total/min/max ns and ``var`` (µs²).  msprof's C++ analysis: the
-    population variance; its Python path (ApiStatisticViewer): from the µs values with the mean
-    rounded to 3 decimals, each squared deviation rounded to 3, their mean rounded to 3."""
-    lvl = text(api["level"]).astype(str).to_numpy()
-    name = np.asarray(api_names(api), dtype=object).astype(str)
-    df = pd.DataFrame({"level": lvl, "name": name, "dur_ns": i64(api["end_ns"]) - i64(api["start_ns"])})
-    g = df.groupby(["name", "level"], sort=True)["dur_ns"]
-    st = g.agg(count="count", total="sum", min="min", max="max").reset_index()
-    if python_path:
-        us = df["dur_ns"].to_numpy(np.float64) / 1000
-        total = np.round(st["total"].to_numpy(np.float64) / 1000, 3)
-        avg = np.round(total / st["count"].to_numpy(), 3)
-        key = pd.MultiIndex.from_frame(df[["name", "level"]])
-        pos = pd.MultiIndex.from_frame(st[["name", "level"]]).get_indexer(key)
-        dev = np.round((us - avg[pos]) ** 2, 3)
-        st["var"] = np.round(np.bincount(pos, weights=dev, minlength=len(st)) / st["count"].to_numpy(), 3)
-        return st
-    # population variance in us^2 from integer ns sums (exact sums, float only at the end)
-    sq = df.assign(sq=(df["dur_ns"].astype(np.float64) / 1000) ** 2).groupby(["name", "level"], sort=True)["sq"].sum()
-    mean = st["total"].to_numpy() / st["count"].to_numpy() / 1000
-    st["var"] = np.maximum(0.0, sq.to_numpy() / st["count"].to_numpy() - mean**2)
-    return st
-
-
 class ApiStatistic:
     name = "api_statistic"
     kind = "summary"
@@ -228,15 +238,25 @@ class ApiStatistic:
         if len(api) == 0:
             return []
         python_path = not cpp_export(session)
-        st = api_stats_frame(api, python_path)
+        if not python_path:  # the C++ analysis drops calls that began before profiling
+            api = api[~api["before_profiling"].eq(True).to_numpy()]
+            if len(api) == 0:
+                return []
+        lvl = text(api["level"]).astype(str).to_numpy()
+        name = np.asarray(api_names(api), dtype=object).astype(str)
+        ticks = pd.to_numeric(api["dur_ticks"], errors="coerce")
+        st = api_stats_frame(lvl, name, i64(api["end_ns"]) - i64(api["start_ns"]), python_path,
+                             None if ticks.isna().any() else ticks.to_numpy(np.int64),
+                             host_freq_hz(session.devices))
         n = len(st)
-        # Device_id: msprof's C++ analysis writes "host"; its Python path the device's id
+        # Device_id: msprof's C++ analysis writes "host"; its Python path the device's id, and
+        # Python's str of each float (api_stats)
         devs = [d for d in device_ids(session) if d != HOST_DEVICE_ID]
-        cols = [Col.const(str(devs[0]) if python_path and devs else "host", n), Col.text(st["level"].to_numpy()), Col.text(st["name"].to_numpy()),
-                Col.text(dbl(st["total"] / 1000), number=True), Col.ints(st["count"]),
-                Col.text(dbl(st["total"] / st["count"] / 1000), number=True),
-                Col.text(dbl(st["min"] / 1000), number=True), Col.text(dbl(st["max"] / 1000), number=True),
-                Col.text(dbl(st["var"]), number=True)]
+        num = py_str if python_path else dbl
+        cols = [Col.const(str(devs[0]) if python_path and devs else "host", n), Col.text(st["level"].to_numpy()),
+                Col.text(st["name"].to_numpy()), Col.text(num(st["total"]), number=True), Col.ints(st["count"]),
+                Col.text(num(st["avg"]), number=True), Col.text(num(st["min"]), number=True),
+                Col.text(num(st["max"]), number=True), Col.text(num(st["var"]), number=True)]
         return [write_table(stem(out_dir, naming, self.name, device=False), API_STATISTIC_HEADER, cols,
                             naming.summary_format)]
 

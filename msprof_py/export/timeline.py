@@ -33,17 +33,17 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.atomic import atomic_open
+from msprof_py.export import intervals
 from msprof_py.export import counter_export, pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import api_of_device, device_ids, of_device
-from msprof_py.export.timeline_links import (_device_pid, _i64, flow_ids,  # noqa: F401  (flow_ids re-exported)
-                                             host_to_device_flows, overlap_layer)
-from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, STEP_TRACE_TID_OFFSET,
-                                           Arg, Counters, Flows, Meta, Slices, format_pid)
+from msprof_py.export.session_access import api_of_device, device_ids, device_info, of_device
+from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
+                                           STEP_TRACE_TID_OFFSET, Arg, Counters, Flows, Meta, Slices,
+                                           format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
 from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0,
-                                    shown_task_types,
-                                    shown_tasks)
+                                    legacy_layout, npu_label, op_info, shown_task_types, shown_tasks, task_types)
+
 from msprof_py.parse.session import Session
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
@@ -141,6 +141,19 @@ def _label_names(s: Slices) -> np.ndarray:
     return np.asarray(pd.Series(s.name).astype(object).astype(str).to_numpy(), dtype=object)
 
 
+def _i64(col: Any) -> np.ndarray:
+    s = pd.Series(col)
+    if s.dtype.kind in "iu":
+        return s.to_numpy(dtype=np.int64)
+    return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+
+
+def _device_pid(session: Session, device_id: int) -> int:
+    info = device_info(session, device_id)
+    pid = info.get("pid")
+    return int(pid) if pid is not None and not pd.isna(pid) else 0
+
+
 # -- layers ---------------------------------------------------------------------------------
 def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame | None = None) -> pd.DataFrame:
     """CANN API slices of the host threads that belong to this device (or of ``api`` rows
@@ -148,7 +161,9 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
     key = ("cann", device_id) if api is None else None
     if api is None:
         api = api_of_device(session, device_id)
-    api = api[_i64(api["start_ns"]) > 0] if len(api) else api
+    # msprof's timelines leave out calls that began before profiling (raw begin 0: ApiDataViewModel
+    # "where start > 0"; the C++ analysis drops them when it reads the data)
+    api = api[(_i64(api["start_ns"]) > 0) & ~api["before_profiling"].eq(True).to_numpy()] if len(api) else api
     if len(api) == 0:
         return api
     host_pid = _i64(api["pid"])
@@ -183,7 +198,7 @@ def hardware_layer(session: Session, device_id: int, tl: Timeline) -> pd.DataFra
         return t
     hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
     stream = _i64(t["stream_id"])
-    _hw_process_meta(tl.meta, hw_pid, device_id)
+    _hw_process_meta(tl.meta, hw_pid, npu_label(session, device_id))
     for s in sorted(pd.unique(stream).tolist()):
         tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
     cpp = cpp_export(session)
@@ -232,7 +247,7 @@ def step_trace_slices(session: Session, device_id: int, meta: Meta) -> list[Slic
     if len(st) == 0:
         return []
     hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
-    _hw_process_meta(meta, hw_pid, device_id)
+    _hw_process_meta(meta, hw_pid, npu_label(session, device_id))
     model = _i64(st["model_id"])
     tid = model + STEP_TRACE_TID_OFFSET
     for m in sorted(pd.unique(model).tolist()):
@@ -284,9 +299,9 @@ def step_trace_slices(session: Session, device_id: int, meta: Meta) -> list[Slic
     return out
 
 
-def _hw_process_meta(meta: Meta, hw_pid: int, device_id: int) -> None:
+def _hw_process_meta(meta: Meta, hw_pid: int, label: str) -> None:
     if not any(e["pid"] == hw_pid and e["name"] == "process_name" for e in meta.events):
-        meta.process(hw_pid, "Ascend Hardware", f"NPU {device_id}", SORT_ASCEND_HW)
+        meta.process(hw_pid, "Ascend Hardware", label, SORT_ASCEND_HW)
 
 
 def _ts_text(ns: np.ndarray) -> np.ndarray:
@@ -301,7 +316,7 @@ def communication_layer(session: Session, device_id: int, tl: Timeline) -> pd.Da
     if len(ops) == 0 and len(sub) == 0:
         return ops
     cpid = format_pid(_device_pid(session, device_id), SORT_COMM, device_id)
-    tl.meta.process(cpid, "Communication", f"NPU {device_id}", SORT_COMM)
+    tl.meta.process(cpid, "Communication", npu_label(session, device_id), SORT_COMM)
     groups = sorted(set(ops["group_name"].astype(str)) | set(sub["group_name"].astype(str)))
     planes = {g: sorted(set(_i64(sub.loc[sub["group_name"].astype(str) == g, "plane_id"]).tolist()))
               for g in groups}
@@ -346,6 +361,121 @@ def _num_text(col: pd.Series) -> pd.Categorical:
     return pd.Categorical(v.map(lambda x: "null" if pd.isna(x) else repr(float(x))))
 
 
+OVERLAP_NO_EXTENT = ["KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV",
+                     "PROFILING_ENABLE", "PROFILING_DISABLE"]
+COMM_KERNEL_SUFFIXES = ("AicpuKernel", "AivKernel")
+
+
+def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
+                  tl: Timeline) -> None:
+    """msprof's Overlap Analysis (OverlapAnalysisProcessor), whenever the device ran tasks:
+    Computing = union of the compute tasks (a TaskInfo; not the HCCL ``AicpuKernel`` /
+    ``AivKernel`` ones), Communication = union of the HCCL ops, Not Overlapped = Communication minus
+    Computing, Free = the gaps of both inside [first, last] executed task that is not a kernel or a
+    profiling marker (extended by Computing / Communication).  msprof's Python analysis
+    (PipelineOverlapViewer) numbers the threads Computing, Communication, Not Overlapped, Free and
+    writes nothing without Computing and Communication; on a ``legacy_layout`` capture Free is only
+    the gaps between busy sections (no leading / trailing Free, as that msprof wrote it)."""
+    if len(tasks) == 0 and len(comm_ops) == 0:
+        return
+    names = np.asarray(display_names(tasks), dtype=object) if len(tasks) else np.array([], dtype=object)
+    comm_kernel = np.array([str(n).endswith(COMM_KERNEL_SUFFIXES) for n in names], dtype=bool)
+    comp = tasks[op_info(tasks) & ~comm_kernel & ~cat_isin(task_types(tasks), ["COMMUNICATION", "HCCL_AI_CPU"])] \
+        if len(tasks) else tasks
+    c_s = _i64(comp["start_ns"]) if len(comp) else np.array([], np.int64)
+    c_e = c_s + (_i64(comp["dur_ns"]) if len(comp) else 0)
+    computing = intervals.union(c_s, c_e)
+    m_s = _i64(comm_ops["start_ns"]) if len(comm_ops) else np.array([], np.int64)
+    communication = intervals.union(m_s, m_s + (_i64(comm_ops["dur_ns"]) if len(comm_ops) else 0))
+    not_overlapped = intervals.difference(communication, computing)
+    if not cpp_export(session) and not len(computing[0]) and not len(communication[0]):
+        return  # the Python analysis: "Both task data and hccl data are missing", no process at all
+    busy = intervals.union(np.concatenate([computing[0], communication[0]]),
+                           np.concatenate([computing[1], communication[1]]))
+    ext = tasks[~cat_isin(as_cat(tasks["host_task_type"]), OVERLAP_NO_EXTENT)
+                & ~cat_isin(as_cat(tasks["device_task_type"]), ["UNKNOWN"])] if len(tasks) else tasks
+    lo = [a.min() for a in (_i64(ext["start_ns"]) if len(ext) else None, busy[0]) if a is not None and len(a)]
+    hi = [a.max() for a in ((_i64(ext["start_ns"]) + _i64(ext["dur_ns"])) if len(ext) else None, busy[1])
+          if a is not None and len(a)]
+    free = (np.array([], np.int64), np.array([], np.int64))
+    if legacy_layout(session):  # that msprof's Free: only the gaps between busy sections
+        lo, hi = [busy[0].min()] if len(busy[0]) else [], [busy[1].max()] if len(busy[1]) else []
+    if lo and hi and max(hi) > min(lo):
+        free = intervals.difference((np.array([min(lo)], np.int64), np.array([max(hi)], np.int64)), busy)
+    opid = format_pid(_device_pid(session, device_id), SORT_OVERLAP, device_id)
+    tl.meta.process(opid, "Overlap Analysis", npu_label(session, device_id), SORT_OVERLAP)
+    layers = [("Communication", communication), ("Communication(Not Overlapped)", not_overlapped),
+              ("Computing", computing), ("Free", free)]
+    if not cpp_export(session):  # the Python analysis numbers them by its OverlapType: Computing first
+        layers = [layers[2], layers[0], layers[1], layers[3]]
+    for tid, (label, iv) in enumerate(layers):
+        tl.meta.thread(opid, tid, label, tid)
+        keep = iv[1] > iv[0]
+        if keep.any():
+            st, en = iv[0][keep], iv[1][keep]
+            tl.slices.append(Slices(name=label, pid=np.full(len(st), opid, np.int64),
+                                    tid=np.full(len(st), tid, np.int64), start_ns=st,
+                                    dur_ns=en - st, label=f"overlap {label}"))
+
+
+ACL_EVENT_APIS = ["aclrtRecordEvent", "aclrtStreamWaitEvent"]
+
+
+def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
+                         hw_pid: int, comm_pid: int, comm_tid: dict[str, int] | None = None) -> Flows | None:
+    """HostToDevice flows as msprof's C++ timeline selects them (CannAssembler::GenerateConnectionTrace,
+    AscendHardwareAssembler::GenerateTaskConnectionTrace): a start at every Node launch,
+    ``aclrtRecordEvent`` / ``aclrtStreamWaitEvent`` call and call that issued a MEMCPY_ASYNC task; an
+    end at every device task with a TaskInfo or issued by such an event call, every memcpy task,
+    and every HCCL op; one flow per connection id that has both (msprof also writes the halves
+    without a partner; a viewer draws nothing for those, so we leave them out)."""
+    if len(api) == 0:
+        return None
+    lv = api["level"].astype(object).astype(str).to_numpy()
+    nm = api["name"].astype(object).astype(str).to_numpy()
+    conn_all = _i64(api["connection_id"])
+    memcpy_conn = _i64(tasks.loc[cat_isin(as_cat(tasks["host_task_type"]), ["MEMCPY_ASYNC"]), "connection_id"]) \
+        if len(tasks) else np.array([], np.int64)
+    event_api = np.isin(nm, ACL_EVENT_APIS)
+    src = api[np.isin(lv, ["node", "communication", "hccl"]) | event_api | np.isin(conn_all, memcpy_conn)]
+    if len(src) == 0:
+        return None
+    src_conn = _i64(src["connection_id"])
+    ends = []
+    if len(tasks):
+        tconn = _i64(tasks["connection_id"])
+        sel = op_info(tasks) | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn)
+        tk = tasks[sel]
+        ends.append(pd.DataFrame({"conn": _i64(tk["connection_id"]), "pid": hw_pid,
+                                  "tid": _i64(tk["stream_id"]), "ns": _i64(tk["start_ns"])}))
+    if len(comm_ops) and comm_tid is not None:
+        ends.append(pd.DataFrame({"conn": _i64(comm_ops["connection_id"]), "pid": comm_pid,
+                                  "tid": comm_ops["group_name"].astype(str).map(comm_tid).to_numpy(np.int64),
+                                  "ns": _i64(comm_ops["start_ns"])}))
+    if not ends:
+        return None
+    e = pd.concat(ends, ignore_index=True)
+    e = e[e["conn"] >= 0].sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
+    s = pd.DataFrame({"conn": src_conn, "pid": (_i64(src["pid"]) << 10) | (SORT_CANN << 5) | HOST_DEVICE,
+                      "tid": _i64(src["thread_id"]), "ns": _i64(src["start_ns"])})
+    s = s.sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
+    pair = s.merge(e, on="conn", suffixes=("_s", "_f"))
+    pair = pair.sort_values("ns_s", kind="stable")
+    ids = flow_ids(pair["conn"].to_numpy(np.int64))
+    return Flows("HostToDevice", "HostToDevice", ids, pair["pid_s"].to_numpy(np.int64), pair["tid_s"].to_numpy(np.int64),
+                 pair["ns_s"].to_numpy(np.int64), pair["pid_f"].to_numpy(np.int64), pair["tid_f"].to_numpy(np.int64),
+                 pair["ns_f"].to_numpy(np.int64))
+
+
+def flow_ids(conn: np.ndarray) -> np.ndarray:
+    """msprof's flow id ``connection_id << 32``, or the plain connection id for the whole file when
+    any shifted id would reach 2**53 (collections with more than 2,097,151 API calls)."""
+    conn = np.asarray(conn, dtype=np.int64)
+    if len(conn) and int(conn.max()) >= 1 << 21:
+        return conn.copy()
+    return conn << 32
+
+
 def build_timeline(session: Session, device_id: int, ctx: ExportContext) -> Timeline:
     tl = Timeline()
     if ctx.layer_on("msproftx") and device_id != counter_export.HOST_DEVICE_ID:  # host-only: msprof_tx.json
@@ -356,10 +486,9 @@ def build_timeline(session: Session, device_id: int, ctx: ExportContext) -> Time
         tl.slices += step_trace_slices(session, device_id, tl.meta)
     comm_ops = communication_layer(session, device_id, tl) if ctx.layer_on("communication") \
         else session.communication.iloc[:0]
-    if ctx.layer_on("overlap_analyse"):  # the hardware layer's rows are shown_tasks already: not twice
-        all_tasks = tasks if ctx.layer_on("ascend") else shown_tasks(session, device_id)
+    if ctx.layer_on("overlap_analyse"):
+        all_tasks = shown_tasks(session, device_id)
         overlap_layer(session, device_id, all_tasks, of_device(session.communication, device_id), tl)
-        del all_tasks
     if ctx.layer_on("freq"):
         tl.counters += pmu_export.freq_counters(session, device_id, tl.meta, _device_pid(session, device_id),
                                                 SORT_ASCEND_HW)

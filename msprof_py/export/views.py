@@ -134,6 +134,25 @@ def cpp_export(session: Session) -> bool:
     return bool(plats) and plats <= CPP_EXPORT_PLATFORMS and newest >= CPP_EXPORT_DRV_VERSION
 
 
+def legacy_layout(session: Any) -> bool:
+    """True for a capture whose driver predates all-export (info.json ``drvVersion`` < 0x072211;
+    the 310B captures of April 2024 have 0x071F0D): the msprof of that era wrote its timeline
+    with an older layout (see :func:`npu_label`; Overlap Analysis without the leading / trailing
+    Free that today's ``SectionCalculator.compute_pipeline_overlap`` adds).  The driver version
+    is the only version a PROF dir records (no CANN or msprof version); unknown = today's layout."""
+    dv = session.devices
+    drv = pd.to_numeric(dv["drv_version"], errors="coerce").dropna() if len(dv) else pd.Series([], dtype=float)
+    drv = drv[drv >= 0]
+    return bool(len(drv)) and int(drv.max()) < CPP_EXPORT_DRV_VERSION
+
+
+def npu_label(session: Any, device_id: int) -> str:
+    """A device process's ``process_labels`` in the timeline: ``NPU {id}`` (msprof's
+    ``get_label_name_by_pid``, C++ and Python analysis of today), or ``NPU`` alone on a
+    :func:`legacy_layout` capture (that msprof's ``LayerInfo.general_layer``, no device id)."""
+    return "NPU" if legacy_layout(session) else f"NPU {device_id}"
+
+
 def op_info(t: pd.DataFrame) -> np.ndarray:
     """Rows msprof has a TaskInfo (compute task) for, per row (bool): a GE op (an op type), or a
     kernel launch (runtime task type KERNEL_* / STARS_COMMON / FFTS_PLUS) of a named op (level0

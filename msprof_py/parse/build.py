@@ -31,7 +31,7 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
         if rd is not None and not (rd.path / "data").is_dir():
             warnings.warn(f'There is no "data" directory in "{rd.path}". Collect data failed.')
     clk = clocks_for(host_rd, dev_rds)
-    host = load_host(host_rd, warnings, clk.host_ticks()) if host_rd is not None else None
+    host = load_host(host_rd, warnings, clk.host_ticks(), clk.rule == "python") if host_rd is not None else None
     host_tasks = host.host_tasks if host is not None else _empty_host_tasks()
 
     tasks_parts, steps_parts, ar_parts, pmu_parts, freq_parts = [], [], [], [], []
@@ -78,8 +78,7 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     api = host.api if host is not None else _frame(schema.API_COLUMNS)
     if host_rd is not None and len(api):
         early = np.array(api["start_ns"] < host_rd.collection_start_ns, dtype=bool)
-        if host.api_zero_begin is not None:
-            early &= ~host.api_zero_begin  # msprof keeps these (api_statistic; its timeline skips them)
+        early &= ~api["before_profiling"].to_numpy(bool)  # msprof keeps these (api_statistic; its timeline skips them)
         if early.any():
             warnings.warn(f"{host_rd.path}: {int(early.sum())} API record(s) before collectionTimeBegin filtered")
             api = api[~early].reset_index(drop=True)

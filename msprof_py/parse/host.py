@@ -60,12 +60,13 @@ class HostData:
     expand_status: int = 0  # compact.expand_stream_spec (STARS id decoding on the devices)
     kinds: KindReader | None = None  # what host/data held (unused / unknown kinds for the report)
     tables: dict = field(default_factory=dict)  # decoded tables of kinds other features registered
-    api_zero_begin: np.ndarray | None = None  # per api row: begin == 0 (kept before collectionTimeBegin)
 
 
-def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -> HostData:
+def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None, python_path: bool = False) -> HostData:
     """Parse ``host/data`` of one PROF dir; ``ticks``: the host counter clock
-    (:mod:`msprof_py.parse.clocks`; default: the host dir's own files)."""
+    (:mod:`msprof_py.parse.clocks`; default: the host dir's own files); ``python_path``: msprof
+    would export this capture with its Python analysis (clocks rule "python"), which names
+    AscendCL calls differently when type_info_dic has no AscendCL entry (see below)."""
     ctx = DecodeContext(warnings=warnings)
     kinds = KindReader(HOST, rd.path / "data", ctx)
     kinds.load_text()
@@ -97,6 +98,12 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -
         codes[is_acl] = fam_codes
         family = cats.from_codes(codes, [ACL_FAMILIES.get(int(f), str(int(f))) for f in fam_uniq])
     struct_type = cats.where(is_acl, family, name)
+    if python_path and is_acl.any() and not dicts.has_level(LEVEL_ACL):
+        # msprof's Python analysis (ApiDataModel.update_type_hash_value): a level absent from the
+        # type dictionary keeps the raw type number as struct_type and id 0, so every AscendCL
+        # call is named "0" (api_statistic: one row "0"; timeline "AscendCL@0", Mode = the number)
+        struct_type = cats.where(is_acl, name, struct_type)
+        name = cats.where(is_acl, cats.from_codes(np.zeros(len(is_acl), np.int64), ["0"]), name)
     item = dicts.resolve_hash(a["item_id"])
     lv_codes, lv_uniq = pd.factorize(a["level"])
     api = frame({
@@ -109,6 +116,8 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -
         "start_ns": start,
         "end_ns": end,
         "dur_ns": end - start,
+        "dur_ticks": (a["end"].astype(np.int64) - a["start"].astype(np.int64)),
+        "before_profiling": zero_begin,
         "connection_id": a["connection_id"],
         "request_id": a["request_id"],
         "parent": tree.parent,
@@ -241,8 +250,7 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None) -
             raw_hccl_op.FILE_TAG, raw_hccl_info.FILE_TAG, raw_memcpy.FILE_TAG, raw_fusion.FILE_TAG,
             raw_graph.FILE_TAG, raw_expand.FILE_TAG}
     return HostData(api, tasks, host_flips, comm_ops, hccl_infos, memcpy, fusion, graph_ids, dicts,
-                    expand_stream_spec.status(kinds.get(raw_expand.FILE_TAG)), kinds, kinds.extra_tables(core),
-                    zero_begin)
+                    expand_stream_spec.status(kinds.get(raw_expand.FILE_TAG)), kinds, kinds.extra_tables(core))
 
 
 @dataclass

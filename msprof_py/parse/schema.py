@@ -36,6 +36,11 @@ API_COLUMNS = [
     "name",  # the API's type_info_dic name: "aclmdlExecute", "ModelExecute", "launch", "KernelLaunch", ...
     "item_id",  # item hash resolved through hash_dic; unknown -> its decimal number (Model level: the model id)
     "start_ns", "end_ns", "dur_ns",
+    "dur_ticks",  # end - begin in raw host counter ticks (msprof's Python analysis converts each call's
+    #               difference at the host frequency, as a float: api_statistic)
+    "before_profiling",  # bool: raw begin counter 0, the call began before profiling (the first
+    #                      aclrtSetDevice); msprof's timelines and its C++ analysis leave it out, its
+    #                      Python api_statistic counts it
     "connection_id",  # running number of the API/Event record in file order (msprof's rule); flows use it
     "request_id",  # paired Model-level events: the iteration index_id; -1 for plain APIs
     "parent",  # row index (in this table) of the innermost enclosing call on the thread, -1 at the root

@@ -171,6 +171,8 @@ def make_session(ops: int = 6, iterations: int = 2, devices: int = 1, comm: bool
     api = pd.concat(api_parts, ignore_index=True)
     # parent indices were local to each device block; they were built with base_row already
     api["dur_ns"] = api["end_ns"] - api["start_ns"]
+    api["dur_ticks"] = api["dur_ns"]  # host counters are ns (no host frequency)
+    api["before_profiling"] = False
     for c in ("level", "struct_type", "name", "item_id"):
         api[c] = api[c].astype("category")
     from msprof_py.parse import schema

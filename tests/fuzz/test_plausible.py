@@ -45,9 +45,16 @@ def _patch(path: Path, offset: int, fmt: str, value: int) -> None:
     path.write_bytes(bytes(data))
 
 
+# a real capture whose host data has no type_info_dic (msprof itself logged "no such table:
+# TypeHashInfo" for it): the missing-dictionary warning is right there
+EXPECTED = {"310b_addcmul_nodict": ["API records whose type is not in type_info_dic"]}
+
+
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda p: p.parent.name)
 def test_clean_seeds_raise_no_plausibility_warning(seed: Path) -> None:
-    assert _tallies(seed) == []
+    got = _tallies(seed)
+    want = EXPECTED.get(seed.parent.name, [])
+    assert len(got) == len(want) and all(str(g).startswith(w) for g, w in zip(got, want)), got
 
 
 def _api_slice(prof: Path) -> Path:

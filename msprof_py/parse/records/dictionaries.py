@@ -46,6 +46,10 @@ class Dictionaries:
         key = (np.asarray(levels, np.uint64) << np.uint64(32)) | np.asarray(types, np.uint64)
         return _resolve(key, lambda k: self.types.get((k >> 32, k & 0xFFFFFFFF), str(k & 0xFFFFFFFF)))
 
+    def has_level(self, level: int) -> bool:
+        """True when type_info_dic names at least one type of ``level``."""
+        return any(lv == level for lv, _ in self.types)
+
     def type_ids(self, level: int, name: str) -> list[int]:
         """All type ids registered under ``level`` with ``name`` (e.g. FLIP_TASK at 5000)."""
         return [t for (lv, t), n in self.types.items() if lv == level and n == name]

@@ -1,0 +1,114 @@
+"""api_statistic numbers: per (API name, level) the count, total, average, min, max and variance
+of the call durations, computed the way the analysis that would export the capture computes them.
+
+* msprof's C++ analysis (``platform_version`` 5/15/16 with an all-export driver): calls whose raw
+  begin counter is 0 are dropped when the API data is read (``api_event_db_dumper.cpp``); the
+  variance is the population variance, from exact integer ns here.
+* msprof's Python analysis (every other capture; what msprof wrote on the 310B in 2024,
+  ``viewer/api_statistic_viewer.py`` ApiStatisticViewer with ``ApiDataViewModel``): every call is
+  counted, also one that began before profiling; each call's duration is its raw counter
+  difference converted on its own, ``ticks / (CPU Frequency x 1e6) x 1e6`` µs as a Python float
+  (``InfoConfReader.get_host_duration``; ``ticks x 1e6 / 1e9`` when the host counter is ns); then
+  ``sum = round(Σ d, 3)`` (summed in file order), ``avg = round(sum / n, 3)``, min and max rounded
+  to 3, and ``variance = round(Σ round((d - avg)², 3) / n, 3)``.  Python's ``round`` rounds the
+  exact binary value; :func:`py_round` reproduces it.  The CSV shows Python's ``str`` of those
+  floats (``0.0``, ``2.5``, ``8.520987376418883e+20``): :func:`py_str`.
+
+Checked against the api_event.db msprof left in the 25 310B captures of shared/realdata: all 380
+api_statistic rows equal to the character.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+HOST_NS_FREQ_HZ = 1e9  # msprof's HOST_DEFAULT_FREQ: no valid host frequency => the counter is ns
+
+
+def py_round(values: np.ndarray, ndigits: int = 3) -> np.ndarray:
+    """Python's ``round(x, ndigits)`` of every float64 (exact on the binary value; numpy's
+    ``rint(x * 10**n)`` differs only next to a tie or when ``x * 10**n`` is past 2**52, and
+    those values are rounded by Python itself)."""
+    v = np.asarray(values, np.float64)
+    scale = 10.0 ** ndigits
+    y = v * scale
+    out = np.rint(y) / scale
+    frac = y - np.floor(y)
+    doubtful = (np.abs(frac - 0.5) <= 4 * np.spacing(np.abs(y))) | (np.abs(y) >= 2.0**52) | ~np.isfinite(y)
+    for i in np.flatnonzero(doubtful):
+        out[i] = round(float(v[i]), ndigits)
+    return out
+
+
+def py_round_square(d: np.ndarray, ndigits: int = 3) -> np.ndarray:
+    """Python's ``round(x ** 2, ndigits)`` of every float64: ``x ** 2`` is libm's ``pow``, which
+    can differ from the correctly rounded ``x * x`` by one ulp; that ulp shows only when the square
+    is past 2**40 or next to a rounding tie, and those values are computed by Python itself."""
+    d = np.asarray(d, np.float64)
+    sq = d * d
+    out = py_round(sq, ndigits)
+    y = sq * 10.0 ** ndigits
+    frac = y - np.floor(y)
+    doubtful = (sq >= 2.0**40) | (np.abs(frac - 0.5) <= 8 * np.spacing(np.abs(y))) | ~np.isfinite(sq)
+    for i in np.flatnonzero(doubtful):
+        out[i] = round(float(d[i]) ** 2, ndigits)
+    return out
+
+
+def py_str(values: np.ndarray) -> list[str]:
+    """Python's ``str`` of each float (one per group: small tables only)."""
+    return [str(float(x)) for x in np.asarray(values, np.float64).tolist()]
+
+
+def host_freq_hz(devices: pd.DataFrame) -> float:
+    """msprof's host frequency in Hz: ``float(CPU Frequency) * 1e6`` of the host dir's info.json
+    (the devices table's host row, else any row), or 1e9 when the counter is ns."""
+    if len(devices) == 0 or "host_cpu_frequency_mhz" not in devices:
+        return HOST_NS_FREQ_HZ
+    rows = devices[pd.to_numeric(devices["device_id"], errors="coerce") == 64]
+    vals = pd.to_numeric((rows if len(rows) else devices)["host_cpu_frequency_mhz"], errors="coerce").dropna()
+    if not len(vals) or not vals.iloc[0] > 0:
+        return HOST_NS_FREQ_HZ
+    return float(vals.iloc[0]) * 1e6
+
+
+def api_stats_frame(level: np.ndarray, name: np.ndarray, dur_ns: np.ndarray, python_path: bool = False,
+                    dur_ticks: np.ndarray | None = None, freq_hz: float = HOST_NS_FREQ_HZ) -> pd.DataFrame:
+    """One row per (name, level), sorted by name then level (msprof's ``ORDER BY api_name,
+    level``): ``count`` and, in µs as float64, ``total``, ``avg``, ``min``, ``max``, ``var`` (µs²).
+
+    ``dur_ns``: each call's duration in ns (the C++ rule); ``dur_ticks`` / ``freq_hz``: its raw
+    host counter difference and the host frequency (the Python rule; without ticks the ns are used)."""
+    df = pd.DataFrame({"name": name, "level": level})
+    keys = df.groupby(["name", "level"], sort=True).ngroup().to_numpy()
+    n_groups = int(keys.max()) + 1 if len(keys) else 0
+    first = pd.DataFrame({"g": keys, "name": name, "level": level}).drop_duplicates("g").sort_values("g")
+    count = np.bincount(keys, minlength=n_groups)
+    out = pd.DataFrame({"name": first["name"].to_numpy(), "level": first["level"].to_numpy(), "count": count})
+    if python_path:
+        if dur_ticks is not None:
+            t = np.asarray(dur_ticks, np.float64)
+            us = t / freq_hz * 1e6 if freq_hz != HOST_NS_FREQ_HZ else t * 1e6 / HOST_NS_FREQ_HZ
+        else:
+            us = np.asarray(dur_ns, np.float64) / 1000.0
+        # np.bincount adds in input (file) order, as Python's sum over the rows of one group
+        total = py_round(np.bincount(keys, weights=us, minlength=n_groups))
+        avg = py_round(total / count)
+        dev = py_round_square(us - avg[keys])
+        out["total"], out["avg"] = total, avg
+        out["min"] = py_round(pd.Series(us).groupby(keys).min().to_numpy())
+        out["max"] = py_round(pd.Series(us).groupby(keys).max().to_numpy())
+        out["var"] = py_round(np.bincount(keys, weights=dev, minlength=n_groups) / count)
+        return out
+    ns = np.asarray(dur_ns, np.int64)
+    s = pd.Series(ns).groupby(keys)
+    total_ns = s.sum().to_numpy()
+    out["total"] = total_ns / 1000
+    out["avg"] = total_ns / count / 1000
+    out["min"] = s.min().to_numpy() / 1000
+    out["max"] = s.max().to_numpy() / 1000
+    # population variance in µs² from exact integer ns sums (float only at the end)
+    sq = pd.Series((ns.astype(np.float64) / 1000) ** 2).groupby(keys).sum().to_numpy()
+    mean = total_ns / count / 1000
+    out["var"] = np.maximum(0.0, sq / count - mean**2)
+    return out
