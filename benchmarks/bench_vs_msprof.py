@@ -6,7 +6,11 @@ two peak-memory figures:
 
 - ``tree RSS``: the largest sum of the resident set sizes of the whole process tree, sampled
   every 20 ms from /proc (msprof's analysis forks workers; their memory counts together);
-- ``max RSS``: the largest single process (``getrusage(RUSAGE_CHILDREN).ru_maxrss``).
+- ``max RSS``: the largest single process (``wait4``'s ``ru_maxrss`` of the child and its
+  waited-for descendants).
+
+and the CPU time (user + system, ``wait4``'s rusage: the child and the workers it waited for),
+the steadier figure on a shared machine.
 
 msprof's analysis is Ascend/msprof's ``analysis/msprof/msprof.py``; give its path with
 ``--msprof PATH`` or ``$MSPROF_ANALYSIS``.  Without ``analysis/lib64/msprof_analysis.so`` it runs
@@ -23,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -46,6 +49,7 @@ class Run:
     tree_rss_mb: float
     max_rss_mb: float
     returncode: int
+    cpu_s: float = 0.0
 
 
 def _tree_rss_kb(root_pid: int) -> int:
@@ -78,7 +82,6 @@ def _tree_rss_kb(root_pid: int) -> int:
 
 def timed(label: str, cmd: list[str], cwd: Path | None = None, log: Path | None = None) -> Run:
     """Run ``cmd`` to completion, sampling its process tree's memory every 20 ms."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     out = open(log, "wb") if log else subprocess.DEVNULL
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
@@ -93,15 +96,14 @@ def timed(label: str, cmd: list[str], cwd: Path | None = None, log: Path | None 
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    rc = proc.wait()
+    _, status, ru = os.wait4(proc.pid, 0)  # this child's own rusage (not every child's so far)
     wall = time.perf_counter() - t0
+    rc = proc.returncode = os.waitstatus_to_exitcode(status)
     done.set()
     sampler.join()
     if log:
         out.close()
-    max_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of children is a running maximum: it only tells this run's figure if it grew
-    return Run(label, wall, peak / 1024, (max_rss if max_rss > before else peak) / 1024, rc)
+    return Run(label, wall, peak / 1024, ru.ru_maxrss / 1024, rc, ru.ru_utime + ru.ru_stime)
 
 
 def fresh_copy(prof: Path, work: Path, tag: str) -> Path:
@@ -144,6 +146,7 @@ def main() -> int:
         analysis = Path(a.msprof).resolve()
         cpp = (analysis.parents[1] / "lib64" / "msprof_analysis.so").is_file()
         runs = []
+        load0 = os.getloadavg()[0]
         m_copy = fresh_copy(a.prof, work, "msprof")
         for what in ("summary", "timeline"):
             runs.append(timed(f"msprof {what}", [a.python, str(analysis), "export", what, "-dir", str(m_copy)],
@@ -152,19 +155,23 @@ def main() -> int:
         runs.append(timed("msprof-py export", [*msprof_py, "export", "--output", str(p_copy)],
                           log=work / "msprof_py.log"))
         m_wall = sum(r.wall_s for r in runs[:2])
+        m_cpu = sum(r.cpu_s for r in runs[:2])
         m_rss = max(r.tree_rss_mb for r in runs[:2])
         p = runs[2]
         now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         print(f"{now}, {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-              f"load average {os.getloadavg()[0]:.1f}; msprof's {'C++' if cpp else 'Python'} path; "
+              f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after; msprof's {'C++' if cpp else 'Python'} path; "
               f"{a.prof.name}: {raw_mb(a.prof):.0f} MB raw\n")
-        print("| run | wall | peak tree RSS | peak single-process RSS | exit |")
-        print("|---|---|---|---|---|")
+        print("| run | wall | CPU (user+sys) | peak tree RSS | peak single-process RSS | exit |")
+        print("|---|---|---|---|---|---|")
         for r in runs:
-            print(f"| {r.label} | {r.wall_s:.1f} s | {r.tree_rss_mb:,.0f} MB | {r.max_rss_mb:,.0f} MB | {r.returncode} |")
+            print(f"| {r.label} | {r.wall_s:.1f} s | {r.cpu_s:.1f} s | {r.tree_rss_mb:,.0f} MB | {r.max_rss_mb:,.0f} MB "
+                  f"| {r.returncode} |")
         if p.wall_s > 0 and p.tree_rss_mb > 0:
-            print(f"\nmsprof (summary + timeline) {m_wall:.1f} s, {m_rss:,.0f} MB; msprof-py {p.wall_s:.1f} s, "
-                  f"{p.tree_rss_mb:,.0f} MB: {m_wall / p.wall_s:.1f}x faster, {m_rss / p.tree_rss_mb:.1f}x less memory")
+            print(f"\nmsprof (summary + timeline) {m_wall:.1f} s wall, {m_cpu:.1f} s CPU, {m_rss:,.0f} MB; msprof-py "
+                  f"{p.wall_s:.1f} s wall, {p.cpu_s:.1f} s CPU, {p.tree_rss_mb:,.0f} MB: {m_wall / p.wall_s:.1f}x faster "
+                  f"(CPU {m_cpu / max(p.cpu_s, 1e-9):.1f}x), {m_rss / p.tree_rss_mb:.1f}x less memory; "
+                  f"peak = {p.tree_rss_mb / max(raw_mb(a.prof), 1e-9):.1f}x the raw size")
         return 0 if all(r.returncode == 0 for r in runs) else 1
     finally:
         if not a.keep and a.work is None:

@@ -50,6 +50,12 @@ class CorruptRecordError(DataError):
         super().__init__(f"{self.path}: byte {offset}: {reason}")
 
 
+class NotEnoughMemoryError(MsprofError):
+    """Loading would need more memory than the machine has available (said before loading)."""
+
+    exit_code = 1
+
+
 class StepTraceError(MsprofError):
     """Iteration selection that does not exist in the data (code 9)."""
 

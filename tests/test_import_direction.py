@@ -23,6 +23,8 @@ FORBIDDEN = {
     "analyse": {"raw", "runtime", "collect", "export", "cli", "aoe", "precision"},
     "cluster": {"raw", "runtime", "collect", "cli", "aoe", "precision"},
 }
+# single modules above the stages (a chain of stages over one session)
+FORBIDDEN_MODULES = {"pipeline.py": {"raw", "runtime", "collect", "cli", "aoe", "precision"}}
 
 
 def imported_packages(path: Path) -> set[str]:
@@ -42,3 +44,8 @@ def test_package_imports_only_upstream(package: str) -> None:
     bad = {str(p.relative_to(PKG)): sorted(imported_packages(p) & FORBIDDEN[package])
            for p in (PKG / package).rglob("*.py")}
     assert {k: v for k, v in bad.items() if v} == {}
+
+
+@pytest.mark.parametrize("module", sorted(FORBIDDEN_MODULES))
+def test_module_imports_only_upstream(module: str) -> None:
+    assert sorted(imported_packages(PKG / module) & FORBIDDEN_MODULES[module]) == []

@@ -28,20 +28,18 @@ from msprof_py.cli import print_warnings, run_guarded
 def export(output: Path, type_: str, model_id: int | None, iteration_id: int | None, summary_format: str,
            reports: Path | None, clear: bool, perfetto: bool, slice_size: float | None) -> None:
     """Export timelines (msprof_*.json) and summaries into PROF_*/mindstudio_profiler_output/."""
-    from msprof_py.export.runner import ExportOptions, export as run_export
+    from msprof_py.export.runner import ExportOptions
+    from msprof_py.pipeline import export_with_advice
 
     opts = ExportOptions(type=type_, model_id=model_id, iteration_id=iteration_id, summary_format=summary_format,
                          reports=reports, clear=clear, progress=sys.stderr.isatty(), perfetto=perfetto,
                          slice_size_mb=slice_size)
-    result = run_guarded(lambda: run_export(output, opts))
+    result, advice = run_guarded(lambda: export_with_advice(output, opts))
     total = sum(size for _, size in result.files)
     click.echo(f"wrote {len(result.files)} files ({_size(total)}):")
     for path, size in result.files:
         click.echo(f"  {path}  {_size(size)}")
-    if type_ == "text" and model_id is None:  # msprof prints its tuning suggestions after an export
-        from msprof_py.analyse.advise.run import advise_path
-
-        advice = run_guarded(lambda: advise_path(output, summary_only=True, use_cache=not clear))
+    if advice is not None:  # msprof prints its tuning suggestions after an export
         click.echo(advice.text, nl=False)
         for p in advice.files:
             click.echo(f"  {p}  {_size(p.stat().st_size)}")

@@ -2,8 +2,10 @@
 of the call durations, computed the way the analysis that would export the capture computes them.
 
 * msprof's C++ analysis (``platform_version`` 5/15/16 with an all-export driver): calls whose raw
-  begin counter is 0 are dropped when the API data is read (``api_event_db_dumper.cpp``); the
-  variance is the population variance, from exact integer ns here.
+  begin counter is 0 are dropped when the API data is read (``api_event_db_dumper.cpp``); then
+  ``api_statistic_assembler.cpp``: each duration ``(end - start) ns / 1000`` as a double rounded
+  with :func:`cpp_round`, summed in order, ``avg = cpp_round(sum / n)``, ``variance =
+  cpp_round(Σ (d - avg)² / n)``, printed ``%.3f`` without trailing zeros.
 * msprof's Python analysis (every other capture; what msprof wrote on the 310B in 2024,
   ``viewer/api_statistic_viewer.py`` ApiStatisticViewer with ``ApiDataViewModel``): every call is
   counted, also one that began before profiling; each call's duration is its raw counter
@@ -22,22 +24,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from msprof_py.parse.py_clock import py_round
+
 HOST_NS_FREQ_HZ = 1e9  # msprof's HOST_DEFAULT_FREQ: no valid host frequency => the counter is ns
 
 
-def py_round(values: np.ndarray, ndigits: int = 3) -> np.ndarray:
-    """Python's ``round(x, ndigits)`` of every float64 (exact on the binary value; numpy's
-    ``rint(x * 10**n)`` differs only next to a tie or when ``x * 10**n`` is past 2**52, and
-    those values are rounded by Python itself)."""
-    v = np.asarray(values, np.float64)
-    scale = 10.0 ** ndigits
-    y = v * scale
-    out = np.rint(y) / scale
-    frac = y - np.floor(y)
-    doubtful = (np.abs(frac - 0.5) <= 4 * np.spacing(np.abs(y))) | (np.abs(y) >= 2.0**52) | ~np.isfinite(y)
-    for i in np.flatnonzero(doubtful):
-        out[i] = round(float(v[i]), ndigits)
-    return out
+def cpp_round(values: np.ndarray, ndigits: int = 3) -> np.ndarray:
+    """msprof's C++ ``RoundToDecimalPlaces``: ``std::round(x * 10**n) / 10**n`` (the product in
+    double, halves away from zero)."""
+    y = np.asarray(values, np.float64) * 10.0 ** ndigits
+    t = np.trunc(y)
+    return (t + np.where(np.abs(y - t) >= 0.5, np.sign(y), 0.0)) / 10.0 ** ndigits
 
 
 def py_round_square(d: np.ndarray, ndigits: int = 3) -> np.ndarray:
@@ -100,15 +97,14 @@ def api_stats_frame(level: np.ndarray, name: np.ndarray, dur_ns: np.ndarray, pyt
         out["max"] = py_round(pd.Series(us).groupby(keys).max().to_numpy())
         out["var"] = py_round(np.bincount(keys, weights=dev, minlength=n_groups) / count)
         return out
-    ns = np.asarray(dur_ns, np.int64)
-    s = pd.Series(ns).groupby(keys)
-    total_ns = s.sum().to_numpy()
-    out["total"] = total_ns / 1000
-    out["avg"] = total_ns / count / 1000
-    out["min"] = s.min().to_numpy() / 1000
-    out["max"] = s.max().to_numpy() / 1000
-    # population variance in µs² from exact integer ns sums (float only at the end)
-    sq = pd.Series((ns.astype(np.float64) / 1000) ** 2).groupby(keys).sum().to_numpy()
-    mean = total_ns / count / 1000
-    out["var"] = np.maximum(0.0, sq / count - mean**2)
+    # C++: durations as doubles of µs, rounded (RoundToDecimalPlaces), summed in order, the
+    # average rounded, the population variance of the rounded durations around it, rounded
+    us = cpp_round(np.asarray(dur_ns, np.int64) / 1000.0)
+    total = np.bincount(keys, weights=us, minlength=n_groups)
+    avg = cpp_round(total / count)
+    dev = us - avg[keys]
+    out["total"], out["avg"] = total, avg
+    out["min"] = pd.Series(us).groupby(keys).min().to_numpy()
+    out["max"] = pd.Series(us).groupby(keys).max().to_numpy()
+    out["var"] = cpp_round(np.bincount(keys, weights=dev * dev, minlength=n_groups) / count)
     return out

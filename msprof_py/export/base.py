@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from msprof_py.atomic import atomic_open
 from msprof_py.errors import WarningLog
+from msprof_py.parse.session import Session
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class Exporter(Protocol):
     per_device: bool
     describe: str
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         """Write this exporter's file(s) for ``naming.device_id``; return the paths written
         (empty when the session has no data for it)."""
         ...

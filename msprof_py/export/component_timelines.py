@@ -30,12 +30,13 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import NA_ID, api_of_device, of_device, table
-from msprof_py.export.summaries import COMPONENTS, dynamic_launches
+from msprof_py.export.session_access import NA_ID, api_of_device, of_device
+from msprof_py.export.legacy_summaries import COMPONENTS, dynamic_launches
 from msprof_py.export.timeline import (Timeline, cann_layer, communication_layer, hardware_layer,
                                        step_trace_slices, write_timeline)
 from msprof_py.export.trace_events import Arg, Slices, format_pid
 from msprof_py.export.views import npu_label, shown_tasks
+from msprof_py.parse.session import Session
 
 AI_STACK_SORT = 1  # a CPU-side sort index msprof's layout leaves unused
 SUMMARY_TWINS = {"task_time", "step_trace", "runtime_api", "ai_stack_time", "ge_op_execute"}
@@ -45,7 +46,7 @@ def _i64(col: Any) -> np.ndarray:
     return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(np.int64)
 
 
-def _host_pid(session: Any, api: pd.DataFrame) -> int:
+def _host_pid(session: Session, api: pd.DataFrame) -> int:
     if len(api):
         return int(_i64(api["pid"])[0])
     from msprof_py.export.session_access import device_info
@@ -53,7 +54,7 @@ def _host_pid(session: Any, api: pd.DataFrame) -> int:
     return int(info.get("pid") or 0)
 
 
-def _api_levels(session: Any, device_id: int, levels: tuple[str, ...]) -> pd.DataFrame:
+def _api_levels(session: Session, device_id: int, levels: tuple[str, ...]) -> pd.DataFrame:
     api = api_of_device(session, device_id)
     if len(api) == 0:
         return api
@@ -74,7 +75,7 @@ class ComponentTimeline:
         self.name = name
         self.describe = describe
 
-    def build(self, session: Any, dev: int, ctx: ExportContext) -> Timeline:
+    def build(self, session: Session, dev: int, ctx: ExportContext) -> Timeline:
         tl = Timeline()
         n = self.name
         if n == "task_time":
@@ -101,7 +102,7 @@ class ComponentTimeline:
             self._ai_stack(session, dev, tl)
         return tl
 
-    def _ai_stack(self, session: Any, dev: int, tl: Timeline) -> None:
+    def _ai_stack(self, session: Session, dev: int, tl: Timeline) -> None:
         parts = []
         api = api_of_device(session, dev)
         if len(api):
@@ -118,7 +119,7 @@ class ComponentTimeline:
         if not parts:
             return
         calls = pd.concat(parts, ignore_index=True)
-        steps = of_device(table(session, "steps"), dev)
+        steps = of_device(session.steps, dev)
         pid = format_pid(_host_pid(session, api), AI_STACK_SORT, dev)
         if len(steps):
             st = steps.sort_values("step_end_ns", kind="stable")
@@ -151,7 +152,7 @@ class ComponentTimeline:
                       Arg("Count", "int", sub["count"].to_numpy(np.int64)),
                       Arg("Time(us)", "us", sub["sum"].to_numpy(np.int64))]))
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         if naming.summary_format == "json" and self.name in SUMMARY_TWINS:
             ctx.warnings.warn(f"{naming.file(self.name, 'json')}: with --summary-format json the summary of "
                               f"this name is written instead of the {self.name} timeline")

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import of_device, table
+from msprof_py.export.session_access import of_device
+from msprof_py.parse.session import Session
 from msprof_py.export.summaries import i64, stem, text
 from msprof_py.export.table_writer import Col, write_table
 from msprof_py.export.trace_events import HOST_DEVICE, Arg, Meta, Slices, format_pid
@@ -57,8 +58,8 @@ class AicpuSummary:
     per_device = True
     describe = "AI CPU kernel runs: compute, memcpy, dispatch and total times per run (aicpu switch)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        a = _in_selected_iterations(session, of_device(table(session, "aicpu"), naming.device_id), naming.device_id)
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        a = _in_selected_iterations(session, of_device(session.aicpu, naming.device_id), naming.device_id)
         if not len(a):
             return []
         n = len(a)
@@ -73,7 +74,7 @@ class AicpuSummary:
         return [write_table(stem(out_dir, naming, self.name), AICPU_HEADER, cols, naming.summary_format)]
 
 
-def _in_selected_iterations(session: Any, a: pd.DataFrame, device_id: int) -> pd.DataFrame:
+def _in_selected_iterations(session: Session, a: pd.DataFrame, device_id: int) -> pd.DataFrame:
     """With ``--model-id M --iteration-id I`` msprof keeps the AI CPU runs inside the selected
     iterations: start >= the first one's step start (0 for iteration 1) and end <= the last
     one's step end (its ``MsprofIteration.get_iter_interval``); no step data: every run."""
@@ -81,7 +82,7 @@ def _in_selected_iterations(session: Any, a: pd.DataFrame, device_id: int) -> pd
     if sel is None or not len(a):
         return a
     model, first, count = sel
-    st = of_device(table(session, "steps"), device_id)
+    st = of_device(session.steps, device_id)
     st = st[(i64(st["model_id"]) == model) & (i64(st["index_id"]) >= first) & (i64(st["index_id"]) < first + count)]
     if not len(st):
         return a
@@ -96,8 +97,8 @@ class DpSummary:
     per_device = True
     describe = "data-preprocess (dataset queue) events: dequeues and the batches left in the queue (aicpu switch)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        d = of_device(table(session, "dp"), naming.device_id)
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        d = of_device(session.dp, naming.device_id)
         if not len(d):
             return []
         cols = [Col.ints(np.full(len(d), naming.device_id)), Col.us(i64(d["timestamp_ns"])),
@@ -111,8 +112,8 @@ class L2CacheSummary:
     per_device = True
     describe = "L2 cache hit and victim rates per task (l2 switch; hit rate N/A on the Ascend 910B, as msprof)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        c = of_device(table(session, "l2_cache"), naming.device_id)
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        c = of_device(session.l2_cache, naming.device_id)
         if not len(c):
             return []
         cols = [Col.ints(np.full(len(c), naming.device_id)), Col.ints(i64(c["stream_id"])),
@@ -127,8 +128,8 @@ class MsprofTxSummary:
     per_device = False
     describe = "msproftx marks and ranges of the profiled process (msproftx switch)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        t = table(session, "msproftx")
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        t = session.msproftx
         if not len(t):
             return []
         n = len(t)
@@ -146,12 +147,12 @@ class MsprofTxSummary:
         return [write_table(stem(out_dir, naming, self.name, device=False), TX_HEADER, cols, naming.summary_format)]
 
 
-def tx_layer(session: Any, meta: Meta) -> list[Slices]:
+def tx_layer(session: Session, meta: Meta) -> list[Slices]:
     """The msproftx process of the timeline (empty without msproftx data)."""
-    t = table(session, "msproftx")
+    t = session.msproftx
     if t is None or not len(t):
         return []
-    devs = table(session, "devices")
+    devs = session.devices
     host = devs[i64(devs["device_id"]) == HOST_DEVICE_ID] if len(devs) else devs
     pid_name = str(host["pid_name"].iloc[0]) if len(host) and "pid_name" in host else "N/A"
     host_pid = int(i64(host["pid"])[0]) if len(host) else int(i64(t["pid"])[0])

@@ -41,6 +41,7 @@ from msprof_py.export.protowire import interleave
 from msprof_py.export.rows import WORKERS
 from msprof_py.export.session_access import device_ids
 from msprof_py.export.timeline import Timeline, build_timeline
+from msprof_py.parse.session import Session
 
 SEQ = 1  # the one trusted_packet_sequence_id of every packet
 DELTA_CLOCK = 64  # a sequence-scoped clock id (64..127): incremental, in ns
@@ -49,7 +50,7 @@ CHUNK_EVENTS = 1 << 16
 BEGIN, END, COUNT = 0, 1, 2
 
 
-def all_devices_timeline(session: Any, ctx: ExportContext) -> Timeline:
+def all_devices_timeline(session: Session, ctx: ExportContext) -> Timeline:
     """The per-device timelines of ``msprof_{d}.json`` for every device, as one timeline (each
     host thread's calls belong to exactly one device's file, so nothing is doubled; shared
     process/thread metadata is kept once)."""
@@ -324,7 +325,7 @@ class PerfettoTrace:
     describe = ("native Perfetto trace of every device: the msprof_*.json layers as protobuf track events "
                 "(integer ns timestamps, flows, counter tracks); open it in ui.perfetto.dev")
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         tl = all_devices_timeline(session, ctx)
         if not tl:
             return []

@@ -22,14 +22,15 @@ from msprof_py.export.table_writer import Col
 from msprof_py.export.trace_events import Counters, Meta, format_pid
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import CUBE_BASE, KEY_COLS
+from msprof_py.parse.session import Session
 
 JOIN = ["stream_id", "task_id", "context_id", "start_ns"]
 SORT_AICORE_FREQ_AFTER_HW = 1  # msprof puts "AI Core Freq" right after "Ascend Hardware"
 
 
-def _pmu(session: Any, device_id: int | None = None) -> pd.DataFrame:
-    p = getattr(session, "pmu", None)
-    if p is None or not len(p) or len(p.columns) <= len(KEY_COLS):
+def _pmu(session: Session, device_id: int | None = None) -> pd.DataFrame:
+    p = session.pmu
+    if not len(p) or len(p.columns) <= len(KEY_COLS):
         return pd.DataFrame(columns=KEY_COLS)
     if device_id is not None:
         p = p[p["device_id"].to_numpy(np.int64) == device_id]
@@ -74,7 +75,7 @@ def sqlite_real_text(values: np.ndarray) -> np.ndarray:
     return s
 
 
-def op_summary_columns(session: Any, device_id: int, tasks: pd.DataFrame, n_comm: int, order: np.ndarray,
+def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_comm: int, order: np.ndarray,
                        dur_ns: np.ndarray) -> tuple[list[str], list[Col]]:
     """PMU headers and columns for op_summary.  ``tasks``: the op rows (before the comm rows);
     ``order``: the row order of [tasks, comm]; ``dur_ns``: durations in that final order."""
@@ -92,12 +93,11 @@ def op_summary_columns(session: Any, device_id: int, tasks: pd.DataFrame, n_comm
     headers, texts = [], []
     rounded: dict[str, np.ndarray] = {}
     for name in names:
-        col = np.full(total, "N/A", dtype=object)
         vals = p[name].to_numpy()[idx[hit]]
         if "cycle" in name:
-            col[:n_t][hit] = np.char.mod("%d", vals.astype(np.int64))
+            col = _metric_texts(vals.astype(np.int64), lambda u: np.char.mod("%d", u), hit, total, order)
         else:
-            col[:n_t][hit] = sqlite_real_text(vals)
+            col = _metric_texts(vals, sqlite_real_text, hit, total, order)
             rounded[name] = np.round(vals.astype(np.float64), 3)
         headers.append(M.summary_header(name))
         texts.append(col)
@@ -111,6 +111,18 @@ def op_summary_columns(session: Any, device_id: int, tasks: pd.DataFrame, n_comm
     cols = [Col.text(pd.Categorical(t[order]) if not isinstance(t, pd.Categorical) else t, number=True)
             for t in texts]
     return headers, cols
+
+
+def _metric_texts(vals: np.ndarray, fmt: Any, hit: np.ndarray, total: int, order: np.ndarray) -> pd.Categorical:
+    """One metric's op_summary cells, already in the final row order: ``fmt`` (elementwise) of
+    each distinct value once, "N/A" for the rows without PMU data and the communication rows
+    (not one Python string per task: 25 metrics x 500 k tasks made ~1 GB of them)."""
+    uniq, inv = np.unique(vals, return_inverse=True)
+    texts = np.asarray(fmt(uniq), dtype=object).astype(str).astype(object)
+    cats, remap = np.unique(np.append(texts, np.array(["N/A"], dtype=object)), return_inverse=True)
+    codes = np.full(total, remap[-1], np.int64)
+    codes[np.flatnonzero(hit)] = remap[:-1][inv.reshape(-1)]
+    return pd.Categorical.from_codes(codes[order], categories=pd.Index(cats, dtype=object))
 
 
 def _memory_bound(rounded: dict[str, np.ndarray], hit: np.ndarray, total: int) -> np.ndarray | None:
@@ -153,7 +165,10 @@ DB_TABLES = {
 }
 
 
-def db_tables(con: sqlite3.Connection, session: Any, tasks: pd.DataFrame | None, gid: np.ndarray | None,
+DB_CHUNK_ROWS = 16_384  # task rows per TASK_PMU_INFO insert
+
+
+def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None,
               string_id: Any) -> None:
     """Create and fill TASK_PMU_INFO (one row per TASK row with PMU data and metric, value as
     msprof stores it: unrounded, the metric_summary name without ``_extra``) and AICORE_FREQ."""
@@ -171,15 +186,18 @@ def db_tables(con: sqlite3.Connection, session: Any, tasks: pd.DataFrame | None,
         hit = np.flatnonzero(rows_idx >= 0)
         if len(hit):
             _create(con, "TASK_PMU_INFO")
-            ids = [string_id(M.db_name(n)) for n in names]
-            vals = p.loc[rows_idx[hit], names]
-            g = np.repeat(np.asarray(gid)[hit], len(names))
-            name_col = np.tile(np.asarray(ids, np.int64), len(hit))
-            flat = vals.to_numpy(dtype=object).reshape(-1)
-            con.executemany("INSERT INTO TASK_PMU_INFO VALUES (?,?,?)",
-                            zip(g.tolist(), name_col.tolist(), [_sql_num(v) for v in flat]))
-    f = getattr(session, "aicore_freq", None)
-    if f is not None and len(f):
+            ids = np.asarray([string_id(M.db_name(n)) for n in names], np.int64)
+            rows, gids = rows_idx[hit], np.asarray(gid)[hit]
+            # a chunk of task rows at a time: (rows x metrics) Python objects alive, not the whole
+            # table's (25 M values and 4 GB on the 1M-task collection with PMU data)
+            for lo in range(0, len(rows), DB_CHUNK_ROWS):
+                r = rows[lo:lo + DB_CHUNK_ROWS]
+                flat = p.loc[r, names].to_numpy(dtype=object).reshape(-1)
+                con.executemany("INSERT INTO TASK_PMU_INFO VALUES (?,?,?)",
+                                zip(np.repeat(gids[lo:lo + DB_CHUNK_ROWS], len(names)).tolist(),
+                                    np.tile(ids, len(r)).tolist(), [_sql_num(v) for v in flat]))
+    f = session.aicore_freq
+    if len(f):
         _create(con, "AICORE_FREQ")
         con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)",
                         zip(f["device_id"].to_numpy(np.int64).tolist(), f["timestamp_ns"].to_numpy(np.int64).tolist(),
@@ -197,10 +215,10 @@ def _create(con: sqlite3.Connection, name: str) -> None:
 
 
 # -- timeline ---------------------------------------------------------------------------------
-def freq_counters(session: Any, device_id: int, meta: Meta, host_pid: int, hw_sort: int) -> list[Counters]:
+def freq_counters(session: Session, device_id: int, meta: Meta, host_pid: int, hw_sort: int) -> list[Counters]:
     """The "AI Core Freq" counter process of one device (msprof: ``{"MHz": f}`` per change)."""
-    f = getattr(session, "aicore_freq", None)
-    if f is None or not len(f):
+    f = session.aicore_freq
+    if not len(f):
         return []
     f = f[f["device_id"].to_numpy(np.int64) == device_id]
     if not len(f):

@@ -27,7 +27,7 @@ import pandas as pd
 # "000".."999" as bytes: three digits per table lookup
 _D3 = np.array([[ord(c) for c in f"{i:03d}"] for i in range(1000)], dtype=np.uint8)
 _POW10 = np.array([10**k for k in range(1, 19)], dtype=np.int64)
-CHUNK_ROWS = 1 << 16
+CHUNK_ROWS = 1 << 14
 # threads rendering chunks in parallel (MSPROF_PY_THREADS overrides; 1 = serial)
 WORKERS = int(os.environ.get("MSPROF_PY_THREADS", "0")) or min(4, os.cpu_count() or 1)
 

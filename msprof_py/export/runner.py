@@ -24,8 +24,10 @@ from msprof_py.atomic import atomic_open, clean_dead, disk_full, is_disk_full, s
 from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, WarningLog
 from msprof_py.export import base
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
-from msprof_py.export.session_access import device_ids, table
+from msprof_py.export.session_access import device_ids
+from msprof_py.memory import release_freed_memory, trim
 from msprof_py.parse import cache
+from msprof_py.parse.session import Session
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 LOG_DIR = "mindstudio_profiler_log"
@@ -91,9 +93,9 @@ def read_reports(path: Path, warnings: WarningLog) -> frozenset[str] | None:
     return frozenset(k for k, v in proc.items() if v is True or str(v).lower() in ("true", "on"))
 
 
-def collection_stamp(session: Any) -> str:
+def collection_stamp(session: Session) -> str:
     """YYYYMMDDhhmmss of the collection start (deterministic, see module doc)."""
-    dv = table(session, "devices")
+    dv = session.devices
     if len(dv):
         for v in dv["collection_date_begin"].astype(str):
             digits = "".join(ch for ch in v if ch.isdigit())
@@ -119,24 +121,31 @@ def _default_loader(prof: Path) -> Any:
 
 def export(path: str | Path, options: ExportOptions,
            loader: Callable[[Path], Any] | None = None,
-           finder: Callable[[Path], list[Path]] | None = None) -> ExportResult:
+           finder: Callable[[Path], list[Path]] | None = None,
+           after: Callable[[Path, Session], None] | None = None) -> ExportResult:
     """Export every PROF dir under ``path``.  Raises :class:`MsprofError` for bad options/paths.
 
-    Returns the files written (with sizes) and the warnings to print once at the end.
+    Returns the files written (with sizes) and the warnings to print once at the end.  ``after``
+    is called with each PROF dir and its whole (unselected) session once that dir is exported,
+    so later stages (advice) reuse the loaded session instead of parsing again.
     """
     import msprof_py.export  # noqa: F401  (registers every exporter)
 
+    release_freed_memory()  # freed columns go back to the system between parse and exporters
     if (options.model_id is None) != (options.iteration_id is None):
         raise InvalidParamError(IDS_TOGETHER)
     result = ExportResult()
     layers = read_reports(Path(options.reports), result.warnings) if options.reports is not None else None
     profs = (finder or _default_finder)(Path(path))
     for prof in profs:
-        _export_prof(Path(prof), options, loader or _default_loader, layers, result)
+        session = _export_prof(Path(prof), options, loader or _default_loader, layers, result)
+        if after is not None:
+            after(Path(prof), session)
+        del session  # one PROF dir's tables in memory at a time
     return result
 
 
-def _jobs(session: Any, options: ExportOptions) -> list[tuple[base.Exporter, int | None]]:
+def _jobs(session: Session, options: ExportOptions) -> list[tuple[base.Exporter, int | None]]:
     kinds = {"db"} if options.type == "db" else {"trace"} if options.type == "perfetto" \
         else {"timeline", "summary", "db"} | ({"trace"} if options.perfetto else set())
     devs = device_ids(session)
@@ -152,9 +161,9 @@ def _jobs(session: Any, options: ExportOptions) -> list[tuple[base.Exporter, int
 
 
 def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], Any],
-                 layers: frozenset[str] | None, result: ExportResult) -> None:
+                 layers: frozenset[str] | None, result: ExportResult) -> Session:
     session = loader(prof)
-    result.warnings.extend(getattr(session, "warnings", WarningLog()))
+    result.warnings.extend(session.warnings)
     selected = options.model_id is not None and options.type != "db"
     view = session.select(options.model_id, options.iteration_id) if selected else session
     stamp = collection_stamp(session)
@@ -190,6 +199,7 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
                 paths = ex.write(src, target, naming.for_device(dev), ctx)
             except OSError as err:  # one line naming the file, whatever the exporter was doing
                 raise _write_error(err, target) from None
+            trim()  # this exporter's freed tables back to the system before the next one
             written += [(ex, p) for p in paths]
             log_lines += [f"[INFO] wrote {p.name} ({p.stat().st_size} bytes)" for p in paths]
             if bar is not None:
@@ -206,11 +216,12 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
         _clear_cache(prof, ctx.warnings)
     log_lines += [f"[INFO] {m}" for m in ctx.notes]
     # the parser's warnings first (the session's WarningLog), then the exporters'
-    log_lines += [f"[WARNING] {m}" for m in getattr(session, "warnings", WarningLog())]
+    log_lines += [f"[WARNING] {m}" for m in session.warnings]
     log_lines += [f"[WARNING] {m}" for m in ctx.warnings]
     _write_log(prof / LOG_DIR, log_lines)
     result.warnings.extend(ctx.warnings)
     result.files += [(p, p.stat().st_size) for _, p in written]
+    return session
 
 
 def _write_error(err: OSError, folder: Path) -> MsprofError:

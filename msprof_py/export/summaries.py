@@ -25,12 +25,14 @@ from pandas.api.types import union_categoricals
 from msprof_py.export import pmu_export
 from msprof_py.export.api_stats import api_stats_frame, host_freq_hz, py_str
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import NA_ID, api_of_device, device_ids, of_device, table
+from msprof_py.export.session_access import NA_ID, device_ids, of_device
+from msprof_py.export.summary_format import _stats, dbl, i64, quoted, stem, text  # noqa: F401  (re-exported)
 from msprof_py.export.table_writer import Col, write_table
 from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names,
                                     info_types, is_level0, legacy_layout, op_info, shown_task_types, shown_tasks,
-                                    summary_tasks, task_time_tasks, task_types)
+                                    span_durations, summary_tasks, task_time_tasks, task_types)
 from msprof_py.export.wait_time import cpp_wait_texts
+from msprof_py.parse.session import Session
 
 OP_SUMMARY_HEADER = [
     "Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
@@ -50,61 +52,10 @@ COMM_STATISTIC_HEADER = ["Device_id", "OP Type", "Count", "Total Time(us)", "Min
                          "Max Time(us)", "Ratio(%)"]
 FUSION_OP_HEADER = ["Device_id", "Model Name", "Model ID", "Fusion Op", "Original Ops", "Memory Input(KB)",
                     "Memory Output(KB)", "Memory Weight(KB)", "Memory Workspace(KB)", "Memory Total(KB)"]
-# legacy files of seed 003 (msprof of that era; column sets documented in docs/exporters.md)
-RUNTIME_API_HEADER = ["Device_id", "Name", "Time(%)", "Time(us)", "Calls", "Avg(us)", "Min(us)", "Max(us)",
-                      "Process ID", "Thread ID"]
-AI_STACK_HEADER = ["Device_id", "Component", "Time(%)", "Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)"]
-GE_OP_EXECUTE_HEADER = ["Device_id", "Thread ID", "Op Name", "OP Type", "Event Type", "Start Time(us)",
-                        "Duration(us)"]
-
 
 HOST_DEVICE_ID = 64  # msprof's host "device"
 
-# -- formatting helpers ---------------------------------------------------------------------
-def i64(col: Any) -> np.ndarray:
-    """An integer column as int64 (missing -> -1) without a detour through float."""
-    s = pd.Series(col)
-    if s.dtype.kind in "iu":
-        return s.to_numpy(dtype=np.int64)
-    return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-
-
-def text(col: Any) -> pd.Series:
-    s = pd.Series(col)
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        return s
-    return s.astype(object).where(s.notna(), "N/A").astype(str)
-
-
 _as_cat = as_cat
-
-
-def dbl(values: Any) -> list[str]:
-    """msprof's DoubleToStr: 3 decimals, trailing zeros (and a bare point) stripped.  Used for
-    grouped tables only (one value per group, not per task)."""
-    out = []
-    for v in np.asarray(values, dtype=np.float64).tolist():
-        s = f"{round(v, 3):.3f}".rstrip("0").rstrip(".")
-        out.append("0" if s in ("-0", "") else s)
-    return out
-
-
-def quoted(col: Any) -> pd.Categorical:
-    """Shape cells as msprof writes them: the value inside literal double quotes (its
-    ``AddQuotation``; the CSV then shows ``\"\"\"1024\"\"\"``), ``N/A`` as is."""
-    c = as_cat(col)
-    cats = [x if x == "N/A" or (len(x) >= 2 and x[0] == x[-1] == '"') else f'"{x}"' for x in map(str, c.categories)]
-    return as_cat(np.asarray(cats, dtype=object)[np.asarray(c.codes)])
-
-
-def stem(out_dir: Path, naming: Naming, name: str, device: bool = True) -> Path:
-    return out_dir / naming.file(name, "x", device=device)[:-2]
-
-
-def _stats(df: pd.DataFrame, keys: list[str], dur: str = "dur_ns") -> pd.DataFrame:
-    g = df.groupby(keys, observed=True, sort=False)[dur]
-    st = g.agg(count="count", total="sum", min="min", max="max").reset_index()
-    return st
 
 
 # -- op_summary -----------------------------------------------------------------------------
@@ -114,10 +65,10 @@ class OpSummary:
     per_device = True
     describe = "AI Core / AI CPU / communication op details per task"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         t = summary_tasks(session, dev)
-        comm = of_device(table(session, "communication"), dev)
+        comm = of_device(session.communication, dev)
         n_t, n_c = len(t), len(comm)
         if n_t + n_c == 0:
             return self._without_op_info(session, dev, out_dir, naming)
@@ -167,7 +118,7 @@ class OpSummary:
                             naming.summary_format)]
 
 
-    def _without_op_info(self, session: Any, dev: int, out_dir: Path, naming: Naming) -> list[Path]:
+    def _without_op_info(self, session: Session, dev: int, out_dir: Path, naming: Naming) -> list[Path]:
         """A device none of whose tasks has op (GE) info.  Today's msprof writes no op_summary;
         the msprof of a ``legacy_layout`` capture ("Try to export op summary without ge data")
         listed every device task, WRITE_BACK / INVALID apart, without the GE columns (Block Dim,
@@ -207,7 +158,7 @@ class OpStatistic:
     per_device = True
     describe = "count and time per (OP Type, Core Type)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         t = summary_tasks(session, dev)
         if len(t) == 0:
@@ -238,9 +189,9 @@ class StepTraceSummary:
     per_device = True
     describe = "iteration trace: FP/BP, iteration time, refresh, data augmentation bound, reduces"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        st = of_device(table(session, "steps"), dev)
+        st = of_device(session.steps, dev)
         if len(st) == 0:
             return []
         st = st.sort_values(["model_id", "index_id"], kind="stable")
@@ -254,7 +205,7 @@ class StepTraceSummary:
                 Col.us(end, stamp=True), Col.us(end - start),
                 Col.us(bp - fp, na_mask=no_fp | no_bp), Col.us(end - bp, na_mask=no_bp),
                 Col.us(aug, na_mask=aug < 0), Col.ints(st["model_id"])]
-        ar = of_device(table(session, "all_reduce"), dev)
+        ar = of_device(session.all_reduce, dev)
         if len(ar):
             ar = ar.sort_values(["model_id", "index_id", "start_ns"], kind="stable").copy()
             ar["k"] = ar.groupby(["model_id", "index_id"], observed=True).cumcount()
@@ -282,8 +233,8 @@ class ApiStatistic:
     per_device = False
     describe = "host API calls per level and name: total, count, avg, min, max, variance"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        api = table(session, "api")
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        api = session.api
         if len(api) == 0:
             return []
         python_path = not cpp_export(session)
@@ -296,7 +247,7 @@ class ApiStatistic:
         ticks = pd.to_numeric(api["dur_ticks"], errors="coerce")
         st = api_stats_frame(lvl, name, i64(api["end_ns"]) - i64(api["start_ns"]), python_path,
                              None if ticks.isna().any() else ticks.to_numpy(np.int64),
-                             host_freq_hz(table(session, "devices")))
+                             host_freq_hz(session.devices))
         n = len(st)
         # Device_id: msprof's C++ analysis writes "host"; its Python path the device's id, and
         # Python's str of each float (api_stats)
@@ -317,7 +268,7 @@ class TaskTime:
     per_device = True
     describe = "Task Scheduler: every device task with its kernel, stream, start and stop"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         t = task_time_tasks(session, dev)
         if len(t) == 0:
@@ -333,10 +284,13 @@ class TaskTime:
             kern = cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]),
                              as_cat(np.full(len(t), "N/A", dtype=object)), as_cat(t["op_name"]))
             kind = ascend_task_types(t)
-        start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
+        start, span = i64(t["start_ns"]), span_durations(t)
+        # the stop: the C++ analysis shows its end (start + op_summary's duration), the Python path
+        # its printed stop (start + task_time's duration)
+        stop = start + (i64(t["dur_ns"]) if cpp_export(session) else span)
         cols = [Col.ints(np.full(len(t), dev)), Col.text(kern),
                 Col.text(kind), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
-                Col.us(dur), Col.us(start, stamp=True), Col.us(start + dur, stamp=True)]
+                Col.us(span), Col.us(start, stamp=True), Col.us(stop, stamp=True)]
         return [write_table(stem(out_dir, naming, self.name), TASK_TIME_HEADER, cols, naming.summary_format)]
 
 
@@ -347,9 +301,9 @@ class CommunicationStatistic:
     per_device = True
     describe = "HCCL ops per OP Type: count, time, ratio"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        c = of_device(table(session, "communication"), dev)
+        c = of_device(session.communication, dev)
         if len(c) == 0:
             return []
         df = pd.DataFrame({"op_type": text(c["op_type"]).astype(str).to_numpy(), "dur_ns": i64(c["dur_ns"])})
@@ -371,14 +325,10 @@ class FusionOp:
     per_device = False
     describe = "fused ops of each model with their original ops and memory"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        f = table(session, "fusion_ops")
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+        f = session.fusion_ops
         if len(f) == 0:
             return []
-        if naming.model_id is not None:
-            f = f[i64(f["model_id"]) == naming.model_id]
-            if len(f) == 0:
-                return []
         n = len(f)
         mem = [Col.text(dbl(pd.to_numeric(f[c], errors="coerce").fillna(0)), number=True)
                for c in ("memory_input_kb", "memory_output_kb", "memory_weight_kb", "memory_workspace_kb",
@@ -389,110 +339,11 @@ class FusionOp:
                             naming.summary_format)]
 
 
-# -- legacy per-component summaries of seed 003 ---------------------------------------------
-class RuntimeApi:
-    name = "runtime_api"
-    kind = "summary"
-    per_device = True
-    describe = "Runtime API calls of this device's host threads: time share, count, avg/min/max"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        dev = naming.device_id or 0
-        api = api_of_device(session, dev)
-        api = api[text(api["level"]).astype(str).to_numpy() == "runtime"] if len(api) else api
-        if len(api) == 0:
-            return []
-        df = pd.DataFrame({"name": text(api["name"]).astype(str).to_numpy(), "pid": i64(api["pid"]),
-                           "tid": i64(api["thread_id"]), "dur_ns": i64(api["end_ns"]) - i64(api["start_ns"])})
-        st = _stats(df, ["name", "pid", "tid"])
-        grand = st["total"].sum()
-        st["ratio"] = st["total"] / grand * 100 if grand else 0.0
-        st = st.sort_values(["total", "name"], ascending=[False, True], kind="stable")
-        cols = [Col.ints(np.full(len(st), dev)), Col.text(st["name"].to_numpy()),
-                Col.text(dbl(st["ratio"]), number=True), Col.text(dbl(st["total"] / 1000), number=True),
-                Col.ints(st["count"]), Col.text(dbl(st["total"] / st["count"] / 1000), number=True),
-                Col.text(dbl(st["min"] / 1000), number=True), Col.text(dbl(st["max"] / 1000), number=True),
-                Col.ints(st["pid"]), Col.ints(st["tid"])]
-        return [write_table(stem(out_dir, naming, self.name), RUNTIME_API_HEADER, cols, naming.summary_format)]
+for _cls in (OpSummary, OpStatistic, StepTraceSummary, ApiStatistic, TaskTime, CommunicationStatistic, FusionOp):
+    register(_cls())
+# the legacy files of seed 003 come after these (registration order = README and job order)
+from msprof_py.export.legacy_summaries import AiStackTime, GeOpExecute, RuntimeApi  # noqa: E402
 
-
-COMPONENTS = [("AscendCL", ("acl",)), ("GE", ("model", "node")), ("Runtime", ("runtime",))]
-
-
-class AiStackTime:
-    name = "ai_stack_time"
-    kind = "summary"
-    per_device = True
-    describe = "time per software component: AscendCL, GE, Runtime (host calls) and Task Scheduler (device tasks)"
-
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        dev = naming.device_id or 0
-        api = api_of_device(session, dev)
-        t = shown_tasks(session, dev)
-        parts = []
-        if len(api):
-            lvl = text(api["level"]).astype(str).to_numpy()
-            d = i64(api["end_ns"]) - i64(api["start_ns"])
-            for comp, levels in COMPONENTS:
-                m = np.isin(lvl, levels)
-                if m.any():
-                    parts.append(pd.DataFrame({"component": comp, "dur_ns": d[m]}))
-        if len(t):
-            parts.append(pd.DataFrame({"component": "Task Scheduler", "dur_ns": i64(t["dur_ns"])}))
-        if not parts:
-            return []
-        df = pd.concat(parts, ignore_index=True)
-        order = {c: i for i, c in enumerate(["AscendCL", "GE", "Runtime", "Task Scheduler"])}
-        st = _stats(df, ["component"])
-        st = st.iloc[np.argsort(st["component"].map(order).to_numpy(), kind="stable")]
-        grand = st["total"].sum()
-        ratio = st["total"] / grand * 100 if grand else st["total"] * 0.0
-        cols = [Col.ints(np.full(len(st), dev)), Col.text(st["component"].to_numpy()), Col.text(dbl(ratio), number=True),
-                Col.text(dbl(st["total"] / 1000), number=True), Col.ints(st["count"]),
-                Col.text(dbl(st["total"] / st["count"] / 1000), number=True),
-                Col.text(dbl(st["min"] / 1000), number=True), Col.text(dbl(st["max"] / 1000), number=True)]
-        return [write_table(stem(out_dir, naming, self.name), AI_STACK_HEADER, cols, naming.summary_format)]
-
-
-def dynamic_launches(session: Any, device_id: int) -> pd.DataFrame:
-    """Node-level launches of this device whose device task ran a dynamic-shape op."""
-    api = api_of_device(session, device_id)
-    t = of_device(table(session, "tasks"), device_id)
-    if len(api) == 0 or len(t) == 0:
-        return api.iloc[:0]
-    dyn = t[text(t["op_state"]).astype(str).to_numpy() == "dynamic"]
-    if len(dyn) == 0:
-        return api.iloc[:0]
-    conn = pd.unique(i64(dyn["connection_id"]))
-    node = api[(text(api["level"]).astype(str).to_numpy() == "node") & np.isin(i64(api["connection_id"]), conn)]
-    if len(node) == 0:
-        return node
-    first = dyn.sort_values("start_ns", kind="stable").drop_duplicates("connection_id")
-    info = pd.DataFrame({"connection_id": i64(first["connection_id"]),
-                         "op_name": text(first["op_name"]).astype(str).to_numpy(),
-                         "op_type": text(first["op_type"]).astype(str).to_numpy()})
-    out = node.assign(connection_id=i64(node["connection_id"])).merge(info, on="connection_id", how="left")
-    return out.sort_values("start_ns", kind="stable")
-
-
-class GeOpExecute:
-    name = "ge_op_execute"
-    kind = "summary"
-    per_device = True
-    describe = "launch of each dynamic-shape op (only when the model has dynamic-shape ops)"
-
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
-        dev = naming.device_id or 0
-        node = dynamic_launches(session, dev)
-        if len(node) == 0:
-            return []
-        start = i64(node["start_ns"])
-        cols = [Col.ints(np.full(len(node), dev)), Col.ints(node["thread_id"]), Col.text(node["op_name"].to_numpy()),
-                Col.text(node["op_type"].to_numpy()), Col.text(text(node["name"])), Col.us(start, stamp=True),
-                Col.us(i64(node["end_ns"]) - start)]
-        return [write_table(stem(out_dir, naming, self.name), GE_OP_EXECUTE_HEADER, cols, naming.summary_format)]
-
-
-for _cls in (OpSummary, OpStatistic, StepTraceSummary, ApiStatistic, TaskTime, CommunicationStatistic, FusionOp,
-             RuntimeApi, AiStackTime, GeOpExecute):
+for _cls in (RuntimeApi, AiStackTime, GeOpExecute):
     register(_cls())

@@ -36,13 +36,16 @@ from msprof_py.atomic import atomic_open
 from msprof_py.export import intervals
 from msprof_py.export import counter_export, pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import api_of_device, device_ids, device_info, of_device, table
+from msprof_py.export.session_access import api_of_device, device_ids, device_info, of_device
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
                                            STEP_TRACE_TID_OFFSET, Arg, Counters, Flows, Meta, Slices,
                                            format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
 from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0,
-                                    legacy_layout, npu_label, op_info, shown_task_types, shown_tasks, task_types)
+                                    legacy_layout, npu_label, op_info, shown_task_types, shown_tasks, span_durations,
+                                    task_types)
+
+from msprof_py.parse.session import Session
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
                "hccl": "Communication", "runtime": "Runtime"}
@@ -146,14 +149,14 @@ def _i64(col: Any) -> np.ndarray:
     return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
 
 
-def _device_pid(session: Any, device_id: int) -> int:
+def _device_pid(session: Session, device_id: int) -> int:
     info = device_info(session, device_id)
     pid = info.get("pid")
     return int(pid) if pid is not None and not pd.isna(pid) else 0
 
 
 # -- layers ---------------------------------------------------------------------------------
-def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | None = None) -> pd.DataFrame:
+def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame | None = None) -> pd.DataFrame:
     """CANN API slices of the host threads that belong to this device (or of ``api`` rows
     chosen by the caller); returns those API rows."""
     key = ("cann", device_id) if api is None else None
@@ -189,7 +192,7 @@ def cann_layer(session: Any, device_id: int, tl: Timeline, api: pd.DataFrame | N
     return api
 
 
-def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
+def hardware_layer(session: Session, device_id: int, tl: Timeline) -> pd.DataFrame:
     """One X per device task on its stream thread; returns the task rows shown."""
     t = shown_tasks(session, device_id)
     if len(t) == 0:
@@ -208,7 +211,10 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
         ptid = _i64(part["stream_id"])
         tl.slices.append(Slices(
             name=display_names(part), pid=np.full(len(part), hw_pid, np.int64), tid=ptid,
-            start_ns=_i64(part["start_ns"]), dur_ns=_i64(part["dur_ns"]), label="device task",
+            # dur: msprof's C++ analysis shows its double duration truncated (span_ns), its Python
+            # path the float duration itself, whose nearest whole ns is op_summary's (dur_ns)
+            start_ns=_i64(part["start_ns"]), dur_ns=span_durations(part) if cpp else _i64(part["dur_ns"]),
+            label="device task",
             cache_key=("hw", device_id) if not extra else ("hw.memcpy", device_id),
             args=[Arg("Model Id", "int", _i64(part["model_id"])),
                   # msprof's Python path shows the device (SQE) type, its C++ analysis the task type
@@ -220,11 +226,11 @@ def hardware_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
     return t
 
 
-def _memcpy_args(session: Any, t: pd.DataFrame) -> list[Arg]:
+def _memcpy_args(session: Session, t: pd.DataFrame) -> list[Arg]:
     """``size(B)``, ``bandwidth(GB/s)`` (bytes per ns, printed like msprof's JSON doubles) and
     ``operation`` of MEMCPY_ASYNC tasks from their memcpy_info (msprof C++ MemcpyAsyncEvent);
     none without any memcpy_info; a task without one gets 0 and ``other``."""
-    m = of_device(table(session, "memcpy"), int(t["device_id"].iloc[0])) if len(t) else pd.DataFrame()
+    m = of_device(session.memcpy, int(t["device_id"].iloc[0])) if len(t) else pd.DataFrame()
     if len(m) == 0:
         return []
     key = ["stream_id", "task_id", "batch_id"]
@@ -239,9 +245,9 @@ def _memcpy_args(session: Any, t: pd.DataFrame) -> list[Arg]:
             Arg("operation", "str", info["direction"].fillna("other").astype(object).to_numpy())]
 
 
-def step_trace_slices(session: Any, device_id: int, meta: Meta) -> list[Slices]:
+def step_trace_slices(session: Session, device_id: int, meta: Meta) -> list[Slices]:
     """Iteration / FP_BP / Iteration Refresh / Reduce slices on "Step Trace(Model ID:m)" threads."""
-    st = of_device(table(session, "steps"), device_id)
+    st = of_device(session.steps, device_id)
     if len(st) == 0:
         return []
     hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
@@ -276,14 +282,14 @@ def step_trace_slices(session: Any, device_id: int, meta: Meta) -> list[Slices]:
             dur_ns=end[h] - bp[h], cat="Iteration Refresh", label="step trace refresh",
             args=[Arg("Iteration ID", "int", idx[h]), Arg("BP End", "tsstr", bp[h]), Arg("Iteration End", "tsstr", end[h]),
                   Arg("Iteration Refresh(us)", "us", end[h] - bp[h])]))
-    ar = of_device(table(session, "all_reduce"), device_id)
+    ar = of_device(session.all_reduce, device_id)
     if len(ar):
         ar = ar.sort_values(["model_id", "index_id", "start_ns"], kind="stable")
         a_idx = _i64(ar["index_id"])
         if cpp_export(session):
             # msprof's C++ StepTraceAssembler numbers the reduces with one running count over every
             # device's rows (device 0 first), not per iteration as its Python path does
-            before = sum(len(of_device(table(session, "all_reduce"), d)) for d in device_ids(session) if d < device_id)
+            before = sum(len(of_device(session.all_reduce, d)) for d in device_ids(session) if d < device_id)
             k = before + np.arange(len(ar))
         else:
             k = ar.groupby(["model_id", "index_id"], sort=False).cumcount().to_numpy()
@@ -308,9 +314,9 @@ def _ts_text(ns: np.ndarray) -> np.ndarray:
     return np.array([f"{v // 1000}.{v % 1000:03d}" for v in ns.tolist()], dtype=object)
 
 
-def communication_layer(session: Any, device_id: int, tl: Timeline) -> pd.DataFrame:
-    ops = of_device(table(session, "communication"), device_id)
-    sub = of_device(table(session, "comm_tasks"), device_id)
+def communication_layer(session: Session, device_id: int, tl: Timeline) -> pd.DataFrame:
+    ops = of_device(session.communication, device_id)
+    sub = of_device(session.comm_tasks, device_id)
     if len(ops) == 0 and len(sub) == 0:
         return ops
     cpid = format_pid(_device_pid(session, device_id), SORT_COMM, device_id)
@@ -364,7 +370,7 @@ OVERLAP_NO_EXTENT = ["KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_A
 COMM_KERNEL_SUFFIXES = ("AicpuKernel", "AivKernel")
 
 
-def overlap_layer(session: Any, device_id: int, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
+def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
                   tl: Timeline) -> None:
     """msprof's Overlap Analysis (OverlapAnalysisProcessor), whenever the device ran tasks:
     Computing = union of the compute tasks (a TaskInfo; not the HCCL ``AicpuKernel`` /
@@ -474,19 +480,19 @@ def flow_ids(conn: np.ndarray) -> np.ndarray:
     return conn << 32
 
 
-def build_timeline(session: Any, device_id: int, ctx: ExportContext) -> Timeline:
+def build_timeline(session: Session, device_id: int, ctx: ExportContext) -> Timeline:
     tl = Timeline()
     if ctx.layer_on("msproftx") and device_id != counter_export.HOST_DEVICE_ID:  # host-only: msprof_tx.json
         tl.slices += counter_export.tx_layer(session, tl.meta)
-    api = cann_layer(session, device_id, tl) if ctx.layer_on("cann") else table(session, "api").iloc[:0]
+    api = cann_layer(session, device_id, tl) if ctx.layer_on("cann") else session.api.iloc[:0]
     tasks = hardware_layer(session, device_id, tl) if ctx.layer_on("ascend") else shown_tasks(session, device_id).iloc[:0]
     if ctx.layer_on("step_trace"):
         tl.slices += step_trace_slices(session, device_id, tl.meta)
     comm_ops = communication_layer(session, device_id, tl) if ctx.layer_on("communication") \
-        else table(session, "communication").iloc[:0]
+        else session.communication.iloc[:0]
     if ctx.layer_on("overlap_analyse"):
         all_tasks = shown_tasks(session, device_id)
-        overlap_layer(session, device_id, all_tasks, of_device(table(session, "communication"), device_id), tl)
+        overlap_layer(session, device_id, all_tasks, of_device(session.communication, device_id), tl)
     if ctx.layer_on("freq"):
         tl.counters += pmu_export.freq_counters(session, device_id, tl.meta, _device_pid(session, device_id),
                                                 SORT_ASCEND_HW)
@@ -548,7 +554,7 @@ class MsprofTimeline:
     per_device = True
     describe = "timeline of all layers: CANN APIs, Ascend Hardware tasks, step trace, communication, flows"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         tl = build_timeline(session, naming.device_id or 0, ctx)
         if not tl:
             return []

@@ -3,11 +3,11 @@ beside ``msprof_{ts}.json``, whose msproftx process holds the same events)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.counter_export import tx_layer
 from msprof_py.export.timeline import Timeline, write_timeline
+from msprof_py.parse.session import Session
 
 
 class MsprofTxTimeline:
@@ -16,7 +16,7 @@ class MsprofTxTimeline:
     per_device = False
     describe = "msproftx marks and ranges of the profiled process (msproftx switch)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         if not ctx.layer_on("msproftx"):
             return []
         tl = Timeline()

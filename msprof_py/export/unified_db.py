@@ -26,11 +26,12 @@ import pandas as pd
 from msprof_py.atomic import temp_path
 from msprof_py.export import pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
-from msprof_py.export.session_access import NA_ID, device_ids, table
+from msprof_py.export.session_access import NA_ID, device_ids
 from msprof_py.export.unified_db_enums import (API_TYPES, CHIP_NAMES, DEFAULT_HOST_UID, ENUM_TABLES, META_DATA,
                                                UNKNOWN_CHIP)
 from msprof_py.export.views import (api_names, as_cat, ascend_task_types, info_names, info_types, is_level0,
                                     op_info)
+from msprof_py.parse.session import Session
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "STRING_IDS": [("id", "INTEGER PRIMARY KEY"), ("value", "TEXT")],
@@ -127,7 +128,7 @@ def _i64(col: Any) -> np.ndarray:
     return v.fillna(-1).to_numpy(dtype=np.int64)
 
 
-def write_db(session: Any, path: Path) -> Path:
+def write_db(session: Session, path: Path) -> Path:
     """Write the unified DB to ``path`` atomically (temporary file in the same dir, then rename)."""
     with temp_path(path) as tmp:
         con = sqlite3.connect(tmp)
@@ -174,18 +175,18 @@ def _insert_cols(con: sqlite3.Connection, name: str, *cols: np.ndarray) -> None:
         con.executemany(sql, zip(*[c[lo:lo + INSERT_CHUNK].tolist() for c in cols]))
 
 
-def db_tasks(session: Any) -> pd.DataFrame:
+def db_tasks(session: Session) -> pd.DataFrame:
     """msprof's TASK rows (TaskProcessor: every AscendTask row with a device task): every task
     that ran on a device -- an FFTS+ / MIX kernel both as its sub-task rows and as the parent
     task around them -- minus those that ended before their device's collection start
     (FilterDataByStartTime).  Ordered by device, start, stream."""
-    t = table(session, "tasks")
+    t = session.tasks
     if len(t) == 0:
         return t
     start = t["start_ns"].to_numpy(dtype=np.int64)
     end = start + t["dur_ns"].to_numpy(dtype=np.int64)
     dev = t["device_id"].to_numpy(dtype=np.int64)
-    dv = table(session, "devices")
+    dv = session.devices
     begin = pd.Series(_i64(dv["collection_start_ns"]), index=_i64(dv["device_id"])) if len(dv) else pd.Series([])
     begin = begin[~begin.index.duplicated()]
     dev_begin = pd.Series(dev).map(begin).fillna(-1).to_numpy(np.int64)
@@ -223,7 +224,7 @@ def quoted_shapes(values: Any) -> pd.Categorical:
 ALWAYS_INTERNED = ("release", "allocate")
 
 
-def _fill(con: sqlite3.Connection, session: Any) -> None:
+def _fill(con: sqlite3.Connection, session: Session) -> None:
     sid = StringIds()
     for s in ALWAYS_INTERNED:
         sid.one(s)
@@ -244,7 +245,7 @@ def _fill(con: sqlite3.Connection, session: Any) -> None:
     _insert(con, "STRING_IDS", [(i, s) for s, i in sid.ids.items()])
 
 
-def _tasks(con: sqlite3.Connection, session: Any, t: pd.DataFrame, sid: StringIds) -> None:
+def _tasks(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: StringIds) -> None:
     """TASK (every row of ``t``) and COMPUTE_TASK_INFO (the rows msprof has a TaskInfo for)."""
     n = len(t)
     gid = np.arange(n, dtype=np.int64)
@@ -273,11 +274,11 @@ def _tasks(con: sqlite3.Connection, session: Any, t: pd.DataFrame, sid: StringId
         sid.column(as_cat(c["op_state"])), sid.column(as_cat(c["hf32_eligible"])), na, na)
 
 
-def _memcpy(con: sqlite3.Connection, session: Any, t: pd.DataFrame) -> None:
+def _memcpy(con: sqlite3.Connection, session: Session, t: pd.DataFrame) -> None:
     """MEMCPY_INFO (db_assembler.cpp SaveMemcpyInfoData): one row per memcpy_info record with the
     globalTaskId of its task (context 4294967295; msprof's IdPool gives a task not in TASK the
     next free id), the size in bytes and the ENUM_MEMCPY_OPERATION id of its direction."""
-    m = table(session, "memcpy")
+    m = session.memcpy
     if not len(m):
         return
     key = ["device_id", "stream_id", "task_id", "batch_id"]
@@ -294,10 +295,10 @@ def _memcpy(con: sqlite3.Connection, session: Any, t: pd.DataFrame) -> None:
     _insert_cols(con, "MEMCPY_INFO", g.astype(np.int64), _i64(m["size_bytes"]), op.to_numpy(np.int64))
 
 
-def _host_pid(session: Any) -> int:
+def _host_pid(session: Session) -> int:
     """TASK.globalPid: the pid of host/info.json (Context::GetPidFromInfoJson(HOST_ID)), else a
     device's."""
-    dv = table(session, "devices")
+    dv = session.devices
     if not len(dv) or "pid" not in dv:
         return 0
     pid = pd.to_numeric(dv["pid"], errors="coerce")
@@ -306,8 +307,8 @@ def _host_pid(session: Any) -> int:
     return int(ordered.iloc[0]) if len(ordered) else 0
 
 
-def _api(con: sqlite3.Connection, session: Any, sid: StringIds) -> None:
-    api = table(session, "api")
+def _api(con: sqlite3.Connection, session: Session, sid: StringIds) -> None:
+    api = session.api
     if not len(api):
         return
     lvl = as_cat(api["level"])  # the level names are few: map the categories, not the rows
@@ -317,8 +318,8 @@ def _api(con: sqlite3.Connection, session: Any, sid: StringIds) -> None:
                  _i64(api["connection_id"]), sid.column(api_names(api)))
 
 
-def _communication(con: sqlite3.Connection, session: Any, sid: StringIds) -> None:
-    comm = table(session, "communication")
+def _communication(con: sqlite3.Connection, session: Session, sid: StringIds) -> None:
+    comm = session.communication
     if not len(comm):
         return
     s = _i64(comm["start_ns"])
@@ -331,12 +332,12 @@ def _communication(con: sqlite3.Connection, session: Any, sid: StringIds) -> Non
         _i64(comm["count"]), sid.column(comm["op_type"]), _i64(comm["device_id"]), _i64(comm["rank_size"]))
 
 
-def _session_tables(con: sqlite3.Connection, session: Any) -> None:
+def _session_tables(con: sqlite3.Connection, session: Session) -> None:
     """SESSION_TIME_INFO, NPU_INFO, RANK_DEVICE_MAP, HOST_INFO (db_assembler.cpp): one NPU_INFO
     row per ``device_*`` dir with its chip, RANK_DEVICE_MAP (-1, device) for each (msprof writes
     rank -1 whatever info.json says), a (-1, "UNKNOWN") / (-1, -1) pair without device dirs; the
     host's hostUid (default "0") and hostname."""
-    dv = table(session, "devices")
+    dv = session.devices
     if not len(dv):
         return
     starts, ends = _i64(dv["collection_start_ns"]), _i64(dv["collection_end_ns"])
@@ -367,9 +368,9 @@ class UnifiedDb:
     per_device = False
     describe = "unified SQLite database (STRING_IDS, TASK, CANN_API, COMPUTE_TASK_INFO, META_DATA, ...)"
 
-    def write(self, session: Any, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
+    def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         """``out_dir`` is the PROF directory (msprof keeps the DB at its root)."""
-        if not device_ids(session) and len(table(session, "api")) == 0:
+        if not device_ids(session) and len(session.api) == 0:
             return []
         return [write_db(session, out_dir / f"msprof_{naming.timestamp or '0'}.db")]
 

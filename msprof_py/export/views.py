@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.export.session_access import NA_ID, of_device, table
+from msprof_py.export.session_access import NA_ID, of_device
+from msprof_py.parse.session import Session
 
 # op_summary drops these task types (msprof C++ OpSummaryAssembler)
 SUMMARY_DROPPED_TYPES = frozenset({"WRITE_BACK", "INVALID", "HCCL_AI_CPU", "COMMUNICATION"})
@@ -69,25 +70,33 @@ def api_ids(api: pd.DataFrame) -> pd.Categorical:
     return cat_where(cat_isin(lvl, ["acl"]), as_cat(api["name"]), zero)
 
 
-def shown_tasks(session: Any, device_id: int) -> pd.DataFrame:
+def shown_tasks(session: Session, device_id: int) -> pd.DataFrame:
     """Executed device tasks of one device, ordered by start time.
 
     Host-only rows (``match == "host_only"``, start -1) have no device time and are left out.
     When FFTS+ subtask rows (context_id != 4294967295) exist for a task, its parent row is
     hidden, as msprof's timeline does.
     """
-    t = of_device(table(session, "tasks"), device_id)
+    return session.tasks.take(shown_rows(session, device_id))
+
+
+def shown_rows(session: Session, device_id: int) -> np.ndarray:
+    """Positions in ``session.tasks`` of :func:`shown_tasks`, in its order: the rows are chosen
+    on a few columns, then the table is copied once (not once per filtering step)."""
+    t = session.tasks
     if len(t) == 0:
-        return t
-    t = t[t["start_ns"].to_numpy(dtype=np.int64) >= 0]
-    ctx = t["context_id"].to_numpy(dtype=np.int64)
+        return np.zeros(0, np.intp)
+    start = t["start_ns"].to_numpy(dtype=np.int64)
+    rows = np.flatnonzero((t["device_id"].to_numpy(dtype=np.int64) == device_id) & (start >= 0))
+    ctx = t["context_id"].to_numpy(dtype=np.int64)[rows]
     if (ctx != NA_ID).any():
         key = ["stream_id", "task_id", "batch_id"]
-        with_sub = t.loc[ctx != NA_ID, key].drop_duplicates()
-        parents = t[ctx == NA_ID].reset_index().merge(with_sub, on=key)["index"]
-        t = t.drop(index=parents)
-    order = np.lexsort((t["stream_id"].to_numpy(np.int64), t["start_ns"].to_numpy(np.int64)))
-    return t.iloc[order]
+        k = pd.DataFrame({c: t[c].to_numpy(dtype=np.int64)[rows] for c in key})
+        with_sub = k[ctx != NA_ID].drop_duplicates()
+        parents = k[ctx == NA_ID].assign(pos=rows[ctx == NA_ID]).merge(with_sub, on=key)["pos"].to_numpy()
+        rows = rows[~np.isin(rows, parents)]
+    order = np.lexsort((t["stream_id"].to_numpy(np.int64)[rows], start[rows]))
+    return rows[order]
 
 
 LEVEL0 = frozenset({"l0", "level0"})  # msprof Context::IsLevel0
@@ -98,9 +107,9 @@ NO_HOST_TYPE = ["FFTS_PLUS", "UNKNOWN"]
 KERNEL_COMPUTE_WHITE_LIST = frozenset(RTS_TO_GE)
 
 
-def is_level0(session: Any) -> bool:
+def is_level0(session: Session) -> bool:
     """msprof's level0 (sample.json profLevel l0 / prof_level level0): op and task types are N/A."""
-    dv = table(session, "devices")
+    dv = session.devices
     if len(dv) == 0:
         return False
     levels = {str(v) for v in dv["prof_level"].tolist() if isinstance(v, str)}
@@ -114,9 +123,9 @@ CPP_EXPORT_PLATFORMS = frozenset({"5", "15", "16"})
 CPP_EXPORT_DRV_VERSION = 0x072211
 
 
-def cpp_export(session: Any) -> bool:
+def cpp_export(session: Session) -> bool:
     """True when msprof would export this capture with its C++ analysis (else its Python path)."""
-    dv = table(session, "devices")
+    dv = session.devices
     if len(dv) == 0:
         return True
     plats = {str(v) for v in dv["platform_version"].tolist() if str(v) not in ("", "nan", "None", "<NA>")}
@@ -131,7 +140,7 @@ def legacy_layout(session: Any) -> bool:
     with an older layout (see :func:`npu_label`; Overlap Analysis without the leading / trailing
     Free that today's ``SectionCalculator.compute_pipeline_overlap`` adds).  The driver version
     is the only version a PROF dir records (no CANN or msprof version); unknown = today's layout."""
-    dv = table(session, "devices")
+    dv = session.devices
     drv = pd.to_numeric(dv["drv_version"], errors="coerce").dropna() if len(dv) else pd.Series([], dtype=float)
     drv = drv[drv >= 0]
     return bool(len(drv)) and int(drv.max()) < CPP_EXPORT_DRV_VERSION
@@ -201,15 +210,14 @@ def shown_task_types(t: pd.DataFrame, level0: bool) -> pd.Categorical:
     return cat_where(use_info, info_tt, ascend_task_types(t))
 
 
-def task_time_tasks(session: Any, device_id: int) -> pd.DataFrame:
+def task_time_tasks(session: Session, device_id: int) -> pd.DataFrame:
     """task_time's rows (msprof's FilterAscendTaskData): every executed task; where several rows
     share (stream, task, batch) and a context 0 row comes before any other sub-task (a MIX
     kernel), only the context 0 rows.  Ordered by start time."""
-    t = of_device(table(session, "tasks"), device_id)
-    if len(t) == 0:
-        return t
-    t = t[t["start_ns"].to_numpy(dtype=np.int64) >= 0]
-    t = t.iloc[np.lexsort((t["stream_id"].to_numpy(np.int64), t["start_ns"].to_numpy(np.int64)))]
+    t = session.tasks
+    start = t["start_ns"].to_numpy(dtype=np.int64)
+    rows = np.flatnonzero((t["device_id"].to_numpy(dtype=np.int64) == device_id) & (start >= 0))
+    t = t.take(rows[np.lexsort((t["stream_id"].to_numpy(np.int64)[rows], start[rows]))])  # one copy
     ctx = t["context_id"].to_numpy(dtype=np.int64)
     if not (ctx == 0).any():
         return t
@@ -224,7 +232,7 @@ def task_time_tasks(session: Any, device_id: int) -> pd.DataFrame:
     return t[~in_mix | (ctx == 0)]
 
 
-def summary_tasks(session: Any, device_id: int) -> pd.DataFrame:
+def summary_tasks(session: Session, device_id: int) -> pd.DataFrame:
     """The task rows of op_summary: :func:`shown_tasks` that have a TaskInfo (:func:`op_info`),
     minus WRITE_BACK/INVALID/HCCL task types (msprof's OpSummaryAssembler).  Tasks without one
     (memcpy, events, PROFILING_ENABLE...) are in task_time and the timeline only."""
@@ -232,6 +240,15 @@ def summary_tasks(session: Any, device_id: int) -> pd.DataFrame:
     if len(t) == 0:
         return t
     return t[~cat_isin(task_types(t), SUMMARY_DROPPED_TYPES) & op_info(t)]
+
+
+def span_durations(t: pd.DataFrame) -> np.ndarray:
+    """The duration task_time and the timeline show (``span_ns``; ``dur_ns`` where a table has
+    no span), int64 ns."""
+    span = pd.to_numeric(t["span_ns"], errors="coerce") if "span_ns" in t else None
+    if span is None or span.isna().any():
+        return pd.to_numeric(t["dur_ns"], errors="coerce").fillna(-1).to_numpy(np.int64)
+    return span.to_numpy(np.int64)
 
 
 def display_names(t: pd.DataFrame) -> pd.Categorical:

@@ -14,13 +14,13 @@ is computed here in integers (ns), with no per-row Python.
 """
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from msprof_py.export.session_access import device_ids, of_device, table
+from msprof_py.export.session_access import device_ids, of_device
 from msprof_py.export.views import summary_tasks
+from msprof_py.parse.session import Session
 
 
 def as_double_us(ns: np.ndarray) -> np.ndarray:
@@ -33,10 +33,10 @@ def as_double_us(ns: np.ndarray) -> np.ndarray:
     return us.astype(np.float64) + (ns - us * 1000).astype(np.float64) / 1000.0
 
 
-def _last_row(session: Any, device_id: int) -> tuple[int, int] | None:
+def _last_row(session: Session, device_id: int) -> tuple[int, int] | None:
     """(start ns, dur ns) of a device's last op_summary row in start order, None if it has none."""
     t = summary_tasks(session, device_id)
-    comm = of_device(table(session, "communication"), device_id)
+    comm = of_device(session.communication, device_id)
     start = np.concatenate([t["start_ns"].to_numpy(np.int64) if len(t) else np.zeros(0, np.int64),
                             comm["start_ns"].to_numpy(np.int64) if len(comm) else np.zeros(0, np.int64)])
     if len(start) == 0:
@@ -47,7 +47,7 @@ def _last_row(session: Any, device_id: int) -> tuple[int, int] | None:
     return int(start[i]), int(dur[i])
 
 
-def _previous(session: Any, device_id: int) -> tuple[int, int] | None:
+def _previous(session: Session, device_id: int) -> tuple[int, int] | None:
     """The row before ``device_id``'s first row: the last row of the device before it in msprof's
     order (device ids as text: ``"10" < "2"``); None when it is the first row of the file."""
     order = sorted((str(d) for d in device_ids(session)))
@@ -59,7 +59,7 @@ def _previous(session: Any, device_id: int) -> tuple[int, int] | None:
     return None
 
 
-def cpp_wait_texts(session: Any, device_id: int, start_ns: np.ndarray, dur_ns: np.ndarray) -> pd.Categorical:
+def cpp_wait_texts(session: Session, device_id: int, start_ns: np.ndarray, dur_ns: np.ndarray) -> pd.Categorical:
     """The printed wait time of each row of one device's op_summary (rows already in start order)."""
     return wait_texts(start_ns, dur_ns, _previous(session, device_id))
 

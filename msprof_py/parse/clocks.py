@@ -13,7 +13,10 @@ whose start_info / host_start.log clocks are read a few µs apart):
   device_N/host_start.log clock_monotonic_raw + cntvct_diff * 1000 / host MHz``, then
   ``+ device_N/start_info (collectionTimeBegin - clockMonotonicRaw)``.  Host: the same with
   ``host/host_start.log`` and ``host/start_info``.  Checked to the printed ns on the 14 CANN 9.0
-  910B captures of shared/realdata (ts of every hardware event and API).
+  910B captures of shared/realdata (ts of every hardware event and API).  The times are computed
+  with its own arithmetic (``Ticks.cpp``, :mod:`msprof_py.parse.cpp_time`: double
+  division, ``std::to_string`` to 6 decimals, ``HPFloat::Double``, truncation), so every printed
+  start, end and duration equals msprof's to the ns.
 - ``python`` (what msprof's Python analysis of 2024 wrote on the 310B, platform_version 7):
   one set of clocks for the whole PROF dir -- the local offset of ``host/start_info``, host
   counters synced at the first device's ``host_start.log.N`` (its clock_monotonic_raw and
@@ -24,6 +27,8 @@ whose start_info / host_start.log clocks are read a few µs apart):
   its shortest ``str`` as a Decimal, so :func:`python_offset_ns` does the same.  The current Python analysis of msprof/analysis
   would apply cntvct_diff and each device's own start_info (it shifts those same captures by
   -6 ... +34 µs against the files msprof wrote then), so this rule follows the exported files.
+  Device task times use its float arithmetic (``Ticks.py``,
+  :mod:`msprof_py.parse.py_clock`), to the printed digit.
 """
 from __future__ import annotations
 
@@ -48,7 +53,7 @@ class Clocks:
         rd = self.host
         assert rd is not None
         if self.rule == "cpp":
-            return rd.host_ticks()
+            return replace(rd.host_ticks(), cpp=True)
         offset = python_offset_ns(rd)
         first = next((d for d in self.devices if d.host_start is not None), None)
         return rd.host_ticks(offset_ns=offset, diff=False, log=first.host_start if first is not None else None)
@@ -56,7 +61,8 @@ class Clocks:
     def device_ticks(self, rd: ResultDir) -> Ticks:
         if self.rule == "cpp":  # task times through msprof's C++ doubles (parse.cpp_time)
             return replace(rd.device_ticks(), cpp=True)
-        return rd.device_ticks(offset_ns=python_offset_ns(self.host if self.host is not None else rd), diff=False)
+        return replace(rd.device_ticks(offset_ns=python_offset_ns(self.host if self.host is not None else rd), diff=False),
+                       py=True)
 
 
 def python_offset_ns(rd: ResultDir) -> int:

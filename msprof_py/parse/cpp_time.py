@@ -29,13 +29,31 @@ import numpy as np
 _MILLION = 1_000_000
 
 
+def fits(cnt: np.ndarray, cnt0: int, mhz: float) -> bool:
+    """True when every ``|cnt - cnt0| / MHz`` µs has its millionths in int64 (false only for
+    corrupt counters; the caller then converts exactly instead)."""
+    c = np.asarray(cnt, dtype=np.uint64)
+    if not len(c):
+        return True
+    lo, hi = float(c.min()), float(c.max())
+    return max(abs(hi - cnt0), abs(cnt0 - lo)) / mhz * 1e6 < 2.0**62
+
+
 def _to_string_6(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``std::to_string`` of non-negative doubles: (whole part, millionths), x rounded to 6
-    decimals, ties to even.  ``(x - floor x) * 1e6`` is exact for every x >= 2**20 (the fraction has
-    at most 33 bits then), and rounds only far below the tie distance for smaller x."""
+    decimals, ties to even (glibc's ``%f`` of the binary value).  ``(x - floor x) * 1e6`` is exact
+    for every x >= 2**20 (the fraction has at most 33 bits then); for smaller x its rounding can
+    cross a tie, so values within a few ulps of one are printed by Python's ``%f`` (the same
+    rounding of the exact binary value)."""
     whole = np.floor(x)
-    frac = np.rint((x - whole) * 1e6)
-    return whole.astype(np.int64), frac.astype(np.int64)
+    y = (x - whole) * 1e6
+    frac = np.rint(y).astype(np.int64)
+    w = whole.astype(np.int64)
+    # next to a tie the product may have rounded across it: those few values go through %f itself
+    for i in np.flatnonzero(np.abs(y - np.floor(y) - 0.5) <= 4 * np.spacing(np.maximum(y, 1.0))):
+        a, b = ("%.6f" % float(x[i])).split(".")
+        w[i], frac[i] = int(a), int(b)
+    return w, frac
 
 
 def _hp_double(whole: np.ndarray, milli: np.ndarray) -> np.ndarray:
@@ -85,9 +103,10 @@ def _cnt_to_double(cnt: np.ndarray, cnt0: int, mono0_ns: int, mhz: Fraction) -> 
 
 
 def task_ns(start_cnt: np.ndarray, end_cnt: np.ndarray, cnt0: int, mono0_ns: int, mhz: Fraction,
-            local_offset_ns: int) -> tuple[np.ndarray, np.ndarray]:
-    """(start ns, end ns) in local wall-clock time of device tasks, as msprof's C++ analysis
-    writes them (module doc).  int64 arrays."""
+            local_offset_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start ns, end ns, span ns) in local wall-clock time of device tasks, as msprof's C++
+    analysis writes them (module doc): ``end - start`` is op_summary's duration, ``span`` (the
+    double ``end_d - start_d`` truncated) task_time's and the timeline's.  int64 arrays."""
     s_d = _cnt_to_double(start_cnt, cnt0, mono0_ns, mhz)
     e_d = _cnt_to_double(end_cnt, cnt0, mono0_ns, mhz)
     dur_d = e_d - s_d  # the AscendTask duration column
@@ -95,7 +114,7 @@ def task_ns(start_cnt: np.ndarray, end_cnt: np.ndarray, cnt0: int, mono0_ns: int
     d_w, d_f = _signed_to_string_6(dur_d)
     start = s_w + s_f // _MILLION  # floor of a non-negative decimal (a negative time has no ns)
     end = s_w + d_w + (s_f + d_f) // _MILLION
-    return start + np.int64(local_offset_ns), end + np.int64(local_offset_ns)
+    return start + np.int64(local_offset_ns), end + np.int64(local_offset_ns), np.trunc(dur_d).astype(np.int64)
 
 
 def _signed_to_string_6(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ from msprof_py.raw import stars_soc as raw_stars, ts_track as raw_ts
 @dataclass
 class DeviceData:
     device_id: int
-    tasks: pd.DataFrame  # stream_id, task_id, context_id, batch_id, start_ns, dur_ns, device_task_type
+    tasks: pd.DataFrame  # stream_id, task_id, context_id, batch_id, start_ns, dur_ns, span_ns, device_task_type
     step_records: pd.DataFrame  # timestamp (local ns), model_id, index_id, stream_id, task_id, tag_id
     flips: pd.DataFrame
     kinds: KindReader | None = None  # what data/ held (unused / unknown kinds for the report)
@@ -43,14 +43,14 @@ def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None 
     t = kinds.get(raw_stars.FILE_TAG)
     tr = kinds.get(raw_ts.FILE_TAG)
 
-    start, dur = ticks.task_ns(t["start"], t["end"])
+    start, dur, span = ticks.task_ns(t["start"], t["end"])
     _plausible(rd, kinds, t, start, dur, warnings)
     fl = tr["flip"]
     flip_time = ticks.to_local_ns(fl["timestamp"])
     batch = compute_batch_id(t["stream_id"], t["task_id"], start, fl["stream_id"], fl["task_id"], flip_time,
                              fl["flip_num"])
     tasks = frame({"stream_id": t["stream_id"], "task_id": t["task_id"], "context_id": t["context_id"],
-                   "batch_id": batch, "start_ns": start, "dur_ns": dur,
+                   "batch_id": batch, "start_ns": start, "dur_ns": dur, "span_ns": span,
                    "device_task_type": t["device_task_type"]})
     st = tr["step"]
     steps = frame({**{k: v for k, v in st.items() if k != "timestamp"},

@@ -10,7 +10,7 @@ trust the types and know that times, counters and ids fit int64 arithmetic.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Callable
@@ -21,7 +21,7 @@ import numpy as np
 import orjson
 
 from msprof_py.errors import DataError, WarningLog
-from msprof_py.parse import cpp_time
+from msprof_py.parse import cpp_time, py_clock
 from msprof_py.parse.reader import read_bytes
 from msprof_py.raw import files as raw_files
 from msprof_py.raw.metadata import StartLog, parse_start_log
@@ -92,25 +92,38 @@ class Ticks:
     mono0_ns: int
     local_offset_ns: int
     cpp: bool = False  # task times as msprof's C++ analysis computes them (:meth:`task_ns`)
+    py: bool = False  # ... or as its Python analysis does (parse.py_clock)
 
-    def task_ns(self, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(start local ns, duration ns) of tasks from their start / end counters: exact floors,
-        or (``cpp``) msprof's C++ double arithmetic (:mod:`msprof_py.parse.cpp_time`)."""
-        if self.cpp:
-            s, e = cpp_time.task_ns(start, end, self.cnt0, self.mono0_ns, self.mhz, self.local_offset_ns)
-            return s, e - s
+    def task_ns(self, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Device task counters -> (start_ns, dur_ns, span_ns): the shown start, op_summary's
+        duration and task_time's / the timeline's (schema.TASK_COLUMNS).  Exact: start, the tick
+        difference floored (both durations); ``cpp`` / ``py``: the values msprof's C++ / Python
+        analysis prints (:mod:`msprof_py.parse.cpp_time`, :mod:`msprof_py.parse.py_clock`).
+        Corrupt counters whose µs do not fit int64 millionths are converted exactly."""
+        both = np.concatenate([np.asarray(start, np.uint64), np.asarray(end, np.uint64)])
+        sane = cpp_time.fits(both, self.cnt0, float(self.mhz))
+        if self.cpp and sane:
+            s, e, span = cpp_time.task_ns(start, end, self.cnt0, self.mono0_ns, self.mhz, self.local_offset_ns)
+            return s, e - s, span
+        if self.py and sane:
+            return py_clock.task_ns(start, end, self.cnt0, float(self.mhz), self.mono0_ns, self.local_offset_ns)
         s = self.to_local_ns(start)
-        return s, self.dur_ns(np.asarray(end).astype(np.int64) - np.asarray(start).astype(np.int64))
+        d = self.dur_ns(np.asarray(end, np.uint64).astype(np.int64) - np.asarray(start, np.uint64).astype(np.int64))
+        return s, d, d
 
     def point_ns(self, cnt: np.ndarray) -> np.ndarray:
         """Local ns of counter values (samples, not tasks): exact floors, or (``cpp``) through
         msprof's C++ ``%f`` rounding of the µs (:func:`msprof_py.parse.cpp_time.point_ns`)."""
-        if self.cpp:
+        if self.cpp and cpp_time.fits(cnt, self.cnt0, float(self.mhz)):
             return cpp_time.point_ns(cnt, self.cnt0, self.mono0_ns, self.mhz, self.local_offset_ns)
-        return self.to_local_ns(cnt)
+        return replace(self, cpp=False).to_local_ns(cnt)
 
     def to_local_ns(self, cnt: np.ndarray) -> np.ndarray:
-        """Counter values -> local wall-clock ns (int64), msprof's §2.8 steps 2-4."""
+        """Counter values -> local wall-clock ns (int64), msprof's §2.8 steps 2-4: exact, or
+        (``cpp``, a real counter) msprof's C++ decimal conversion floored (``cpp_time.point_ns``:
+        host API times, ``api_processor.cpp``)."""
+        if self.cpp and self.mhz != HOST_DEFAULT_FREQ_MHZ and cpp_time.fits(cnt, self.cnt0, float(self.mhz)):
+            return cpp_time.point_ns(cnt, self.cnt0, self.mono0_ns, self.mhz, self.local_offset_ns)
         delta = np.asarray(cnt, dtype=np.uint64).astype(np.int64) - np.int64(self.cnt0)
         return self.dur_ns(delta) + np.int64(self.mono0_ns + self.local_offset_ns)
 

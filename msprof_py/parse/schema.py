@@ -14,9 +14,19 @@ Conventions
   info.json rank_id of the dir's device, -1 if none; the devices table keeps its own), ``host``
   (info.json hostname) and ``prof`` (the PROF dir's name), both categorical.
 
+The dtype of every column is :func:`dtype` (int64 unless listed as category / str / float64);
+:func:`empty` gives a table without rows, :func:`check` refuses a table that lacks a column.
+``parse.session.Session`` is the one typed object holding these tables: the only input of every
+exporter (model / iteration selection is ``Session.select``, nowhere else).
+
 Tables (``Session.<name>``) and their columns, in order:
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 API_COLUMNS = [
     "pid",  # info.json pid of the host dir (-1 if absent)
@@ -49,7 +59,10 @@ TASK_COLUMNS = [
     "stream_id", "task_id",  # physical ids (stars expandStatus 0 decoding); task_id is 16-bit
     "batch_id",  # task-id wrap count from flip records (msprof's FlipCalculator), both sides
     "context_id",  # FFTS+/MIX context (sub-task) id; 4294967295 for the whole task (ACSQ log)
-    "start_ns", "dur_ns",  # -1 for host-only rows
+    "start_ns", "dur_ns",  # -1 for host-only rows; dur_ns: op_summary's duration (msprof's C++: the
+    #                        shown end - start; its Python path: the float duration rounded)
+    "span_ns",  # task_time's duration (and the C++ timeline's): equal to dur_ns or one ns apart, as
+    #             each msprof analysis computes them (parse.cpp_time, parse.py_clock); -1 host-only
     "op_name",  # msprof's display name: the TaskInfo op name (the op; for a kernel launched without a
     #             Node-level op, its kernel name), else the host task type (the device type for
     #             FFTS_PLUS/UNKNOWN host types, e.g. device-only rows)
@@ -146,3 +159,91 @@ DEVICE_INFO_FIELDS = [
     "host_uid",  # info.json hostUid ("" if absent; msprof's unified DB then writes "0")
 ]
 """``devices``: one row per result dir (host first, then devices)."""
+
+PMU_KEY_COLUMNS = ["device_id", "stream_id", "task_id", "context_id", "start_ns"]
+"""``pmu``: these key columns (int64; ``start_ns`` joins with ``tasks``) then float64 / int64
+metric columns named as msprof's metric_summary (they depend on the chip and ``aic_metrics``:
+:mod:`msprof_py.parse.pmu.table`).  Empty (with these columns) without PMU data."""
+
+AICORE_FREQ_COLUMNS = ["device_id", "timestamp_ns", "freq_mhz"]
+"""``aicore_freq``: AI Core frequency changes (int64; MHz), :mod:`msprof_py.parse.pmu.freq`."""
+
+COLUMNS: dict[str, list[str]] = {
+    "api": API_COLUMNS, "tasks": TASK_COLUMNS, "steps": STEP_COLUMNS, "all_reduce": ALL_REDUCE_COLUMNS,
+    "communication": COMMUNICATION_COLUMNS, "comm_tasks": COMM_TASK_COLUMNS, "fusion_ops": FUSION_OP_COLUMNS,
+    "memcpy": MEMCPY_COLUMNS, "devices": DEVICE_INFO_FIELDS, "pmu": PMU_KEY_COLUMNS,
+    "aicore_freq": AICORE_FREQ_COLUMNS,
+}
+"""Every table of a session and the columns it must have (``pmu`` may have more)."""
+COUNTER_TABLES = ("aicpu", "dp", "l2_cache", "msproftx")  # columns and dtypes: msprof_py.parse.counters
+
+# dtype of each column as the parser writes it: "int64", "category" (repeated strings, categories
+# sorted), "str" (strings, one per row or few rows), "float64".  Columns not named are int64.
+_CATEGORY = {
+    "api": {"level", "struct_type", "name", "item_id"},
+    "tasks": {"op_name", "op_type", "task_type", "host_task_type", "device_task_type", "op_state", "hf32_eligible",
+              "input_shapes", "input_data_types", "input_formats", "output_shapes", "output_data_types",
+              "output_formats", "kernel_name", "match"},
+}
+_STR = {
+    "communication": {"op_name", "op_type", "group_name", "data_type", "alg_type"},
+    "comm_tasks": {"op_name", "group_name", "task_type", "transport_type", "data_type", "link_type"},
+    "fusion_ops": {"model_name", "fusion_op", "original_ops"},
+    "memcpy": {"direction"},
+    "devices": {"pid_name", "hostname", "platform_version", "collection_date_begin", "job_info", "prof_level",
+                "dir_name"},
+}
+_FLOAT = {
+    "comm_tasks": {"bandwidth_gbps", "duration_estimated_us"},
+    "fusion_ops": {"memory_input_kb", "memory_output_kb", "memory_weight_kb", "memory_workspace_kb",
+                   "memory_total_kb"},
+    "devices": {"hwts_frequency_mhz", "host_cpu_frequency_mhz"},
+}
+
+
+def columns(table: str) -> list[str]:
+    """The columns ``table`` must have, in order."""
+    if table in COUNTER_TABLES:
+        from msprof_py.parse import counters
+
+        return counters.TABLE_COLUMNS[table]
+    return COLUMNS[table]
+
+
+def dtype(table: str, column: str) -> str:
+    """The documented dtype of ``table.column`` ("int64", "category", "str" or "float64")."""
+    if table in COUNTER_TABLES:
+        d = str(empty(table)[column].dtype)
+        return "str" if d == "object" else d
+    if column in _CATEGORY.get(table, ()):
+        return "category"
+    if column in _STR.get(table, ()):
+        return "str"
+    if column in _FLOAT.get(table, ()):
+        return "float64"
+    return "int64"
+
+
+def empty(table: str) -> pd.DataFrame:
+    """A table with no rows and the documented columns and dtypes (a session without that data)."""
+    import pandas as pd
+
+    if table in COUNTER_TABLES:
+        from msprof_py.parse import counters
+
+        return counters.empty(table)
+
+    def col(c: str) -> pd.Series:
+        d = dtype(table, c)
+        return pd.Series([], dtype={"str": object}.get(d, d))
+
+    return pd.DataFrame({c: col(c) for c in columns(table)})
+
+
+def check(table: str, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` itself when it has every column of ``table``; else ValueError naming the missing
+    ones (a session is built complete once; exporters never fill columns in)."""
+    missing = [c for c in columns(table) if c not in df.columns]
+    if missing:
+        raise ValueError(f"session table {table!r} lacks columns {missing} (msprof_py.parse.schema)")
+    return df

@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from msprof_py.errors import DataError, InvalidParamError, InvalidPathError, StepTraceError, WarningLog
+from msprof_py.errors import (DataError, InvalidParamError, InvalidPathError, NotEnoughMemoryError, StepTraceError,
+                              WarningLog)
+from msprof_py.memory import available_bytes, release_freed_memory
 from msprof_py.parse import cache, schema
 from msprof_py.parse.meta import ResultDir, load_result_dir
 from msprof_py.raw.common import INVALID_U32
@@ -55,12 +57,12 @@ class Session:
     fusion_ops: pd.DataFrame
     memcpy: pd.DataFrame
     devices: pd.DataFrame
-    pmu: pd.DataFrame = field(default_factory=pd.DataFrame)
-    aicore_freq: pd.DataFrame = field(default_factory=pd.DataFrame)
-    aicpu: pd.DataFrame = field(default_factory=pd.DataFrame)
-    dp: pd.DataFrame = field(default_factory=pd.DataFrame)
-    l2_cache: pd.DataFrame = field(default_factory=pd.DataFrame)
-    msproftx: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pmu: pd.DataFrame = field(default_factory=lambda: schema.empty("pmu"))
+    aicore_freq: pd.DataFrame = field(default_factory=lambda: schema.empty("aicore_freq"))
+    aicpu: pd.DataFrame = field(default_factory=lambda: schema.empty("aicpu"))
+    dp: pd.DataFrame = field(default_factory=lambda: schema.empty("dp"))
+    l2_cache: pd.DataFrame = field(default_factory=lambda: schema.empty("l2_cache"))
+    msproftx: pd.DataFrame = field(default_factory=lambda: schema.empty("msproftx"))
     warnings: WarningLog = field(default_factory=WarningLog)
     profs: list["Session"] = field(default_factory=list)
     selection: tuple[int, int, int] | None = None  # (model_id, iteration_id, count) after select()
@@ -137,6 +139,7 @@ class Session:
                                        & self.all_reduce["index_id"].between(iteration_id, last)].reset_index(drop=True),
             communication=self.communication[in_window(self.communication, "start_ns")].reset_index(drop=True),
             comm_tasks=self.comm_tasks[in_window(self.comm_tasks, "start_ns")].reset_index(drop=True),
+            fusion_ops=self.fusion_ops[self.fusion_ops["model_id"].to_numpy() == model_id].reset_index(drop=True),
             profs=[],
             selection=(model_id, iteration_id, iteration_count),
         )
@@ -144,6 +147,21 @@ class Session:
 
     def table(self, name: str) -> pd.DataFrame:
         return getattr(self, name)
+
+    def __post_init__(self) -> None:
+        for name in TABLES:
+            schema.check(name, getattr(self, name))
+
+    @classmethod
+    def from_tables(cls, path: Path | None = None, warnings: WarningLog | None = None,
+                    **tables: pd.DataFrame | None) -> "Session":
+        """A session made directly from tables (tests, benchmarks, other tools): a table not given
+        is :func:`schema.empty`; a given one must have every documented column (ValueError)."""
+        unknown = sorted(set(tables) - set(TABLES))
+        if unknown:
+            raise ValueError(f"unknown session tables {unknown}")
+        full = {name: schema.empty(name) if tables.get(name) is None else tables[name] for name in TABLES}
+        return cls(path=path if path is not None else Path("."), warnings=warnings or WarningLog(), **full)
 
 
 # ---------------------------------------------------------------------- discovery
@@ -174,8 +192,51 @@ def _is_prof(p: Path) -> bool:
 
 
 # ---------------------------------------------------------------------- loading
-def load(path: str | os.PathLike[str], use_cache: bool = True) -> Session:
-    """Parse every PROF dir at ``path`` (a PROF dir or its parent) into one Session."""
+# Memory of a load, measured on the 1,000,968-task collection (131 MB of raw data files, Python
+# 3.11, numpy 2.4, pandas 3.1): 70 MB of imports; the parse of one PROF dir peaks at 2.8-3.0 x its
+# raw bytes above that (decoded records, joins); the finished tables keep ~1.0 x; several PROF
+# dirs are concatenated (their tables twice at once).  Benchmarks: benchmarks/RESULTS.md.
+IMPORT_BYTES = 70_000_000
+PARSE_PEAK_PER_RAW_BYTE = 3.0
+TABLE_BYTES_PER_RAW_BYTE = 1.0
+
+
+def raw_bytes(prof: Path) -> int:
+    """Bytes of the raw data files of one PROF dir (``host/data``, ``device_*/data``)."""
+    total = 0
+    for d in _children(prof):
+        if d.name == HOST_DIR or DEVICE_DIR_RE.match(d.name):
+            data = d / "data"
+            try:
+                total += sum(f.stat().st_size for f in data.iterdir() if f.is_file())
+            except OSError:  # no data dir: nothing to decode
+                pass
+    return total
+
+
+def memory_needed(path: str | os.PathLike[str]) -> int:
+    """Bytes :func:`load` will need at its peak for ``path``, estimated from the raw file sizes
+    before anything is read (see the constants above; within ~10 % on the collections measured)."""
+    raws = [raw_bytes(p) for p in find_prof_dirs(path)]
+    peak = max(raws, default=0) * PARSE_PEAK_PER_RAW_BYTE
+    if len(raws) > 1:
+        peak = max(peak, 2 * TABLE_BYTES_PER_RAW_BYTE * sum(raws))
+    return int(IMPORT_BYTES + peak)
+
+
+def load(path: str | os.PathLike[str], use_cache: bool = True, check_memory: bool = True) -> Session:
+    """Parse every PROF dir at ``path`` (a PROF dir or its parent) into one Session.
+
+    Before reading anything, :func:`memory_needed` is compared with the memory the system has
+    available: a load that would not fit stops with :class:`NotEnoughMemoryError` saying how much
+    it needs (``check_memory=False`` loads anyway)."""
+    if check_memory:
+        need, have = memory_needed(path), available_bytes()
+        if have is not None and need > have:
+            raise NotEnoughMemoryError(
+                f"{path}: loading needs about {need / 1e6:,.0f} MB of memory, {have / 1e6:,.0f} MB are available "
+                "(msprof-py export writes the files with less; load(..., check_memory=False) tries anyway)")
+    release_freed_memory()
     sessions = [load_prof(p, use_cache) for p in find_prof_dirs(path)]
     if len(sessions) == 1:
         return sessions[0]
@@ -252,4 +313,4 @@ def result_dirs(prof: Path, warnings: WarningLog) -> tuple[ResultDir | None, lis
     return host, devices
 
 
-__all__ = ["Session", "load", "load_prof", "find_prof_dirs", "schema", "DataError"]
+__all__ = ["Session", "load", "load_prof", "memory_needed", "find_prof_dirs", "schema", "DataError"]

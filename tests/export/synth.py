@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from msprof_py.export.session_access import TableSession
+from msprof_py.parse.session import Session
 
 BASE_NS = 1_763_730_000_000_000_000  # 2025-11-21 12:40:00 UTC
 OP_TYPES = ["Conv2D", "Relu", "Add", "MatMulV2", "TransData", "BNTrainingUpdate"]
@@ -28,7 +28,7 @@ def _cat(values, categories=None) -> pd.Categorical:
 
 
 def make_session(ops: int = 6, iterations: int = 2, devices: int = 1, comm: bool = False,
-                 pid: int = 4242, dynamic_every: int = 3, static: bool = False) -> TableSession:
+                 pid: int = 4242, dynamic_every: int = 3, static: bool = False) -> Session:
     """Build the session.  Total device op tasks = ops * iterations * devices.
 
     ``static=True``: a loaded graph -- ops are launched (Node/Runtime calls) in the first
@@ -113,7 +113,7 @@ def make_session(ops: int = 6, iterations: int = 2, devices: int = 1, comm: bool
         tasks = pd.DataFrame({
             "device_id": d, "model_id": 1, "index_id": it, "iter_id": it,
             "stream_id": stream, "task_id": task_id, "batch_id": batch_id, "context_id": NA32(n),
-            "start_ns": start, "dur_ns": dur,
+            "start_ns": start, "dur_ns": dur, "span_ns": dur,
             "op_name": _cat(op_name), "op_type": _cat(op_type), "task_type": _cat(task_type),
             "host_task_type": _cat(np.vectorize(HOST_TYPES.get, otypes=[object])(task_type)),
             "device_task_type": _cat(np.where(task_type == "AI_CPU", "AICPU_SQE", "AIV_SQE")),
@@ -186,7 +186,7 @@ def make_session(ops: int = 6, iterations: int = 2, devices: int = 1, comm: bool
         "original_ops": ["conv1;bn1;relu1"], "memory_input_kb": [588.0], "memory_output_kb": [1568.0],
         "memory_weight_kb": [18.375], "memory_workspace_kb": [0.0], "memory_total_kb": [2174.375]})
     empty = lambda name: pd.DataFrame({c: [] for c in getattr(schema, name)})  # noqa: E731
-    return TableSession(
+    return Session.from_tables(
         api=api, tasks=tasks[schema.TASK_COLUMNS],
         steps=pd.concat(step_parts, ignore_index=True)[schema.STEP_COLUMNS],
         all_reduce=empty("ALL_REDUCE_COLUMNS"),

@@ -12,7 +12,7 @@ import pytest
 
 import msprof_py.export  # noqa: F401  (registers every exporter)
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
-from msprof_py.export.session_access import TableSession
+from msprof_py.parse.session import Session
 from msprof_py.export.summaries import OP_STATISTIC_HEADER, OP_SUMMARY_HEADER
 from msprof_py.parse import schema
 
@@ -21,18 +21,18 @@ from .synth import make_session
 EXPORTERS = sorted(REGISTRY)
 
 
-def empty_session() -> TableSession:
+def empty_session() -> Session:
     def e(cols):
         return pd.DataFrame({c: pd.Series([], dtype="int64") for c in cols})
-    return TableSession(api=e(schema.API_COLUMNS), tasks=e(schema.TASK_COLUMNS), steps=e(schema.STEP_COLUMNS),
+    return Session.from_tables(api=e(schema.API_COLUMNS), tasks=e(schema.TASK_COLUMNS), steps=e(schema.STEP_COLUMNS),
                         all_reduce=e(schema.ALL_REDUCE_COLUMNS), communication=e(schema.COMMUNICATION_COLUMNS),
                         comm_tasks=e(schema.COMM_TASK_COLUMNS), fusion_ops=e(schema.FUSION_OP_COLUMNS),
                         memcpy=e(schema.MEMCPY_COLUMNS), devices=e(schema.DEVICE_INFO_FIELDS))
 
 
 @pytest.mark.parametrize("key", EXPORTERS)
-@pytest.mark.parametrize("session", [empty_session(), TableSession()], ids=["empty-tables", "no-tables"])
-def test_every_exporter_handles_a_session_without_data(key: str, session: TableSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("session", [empty_session(), Session.from_tables()], ids=["empty-tables", "no-tables"])
+def test_every_exporter_handles_a_session_without_data(key: str, session: Session, tmp_path: Path) -> None:
     ctx = ExportContext()
     assert REGISTRY[key].write(session, tmp_path, Naming(0, timestamp="20250101000000"), ctx) == []
     assert list(tmp_path.iterdir()) == []
@@ -46,7 +46,7 @@ def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
 
 
 @pytest.fixture(scope="module")
-def synth_out(tmp_path_factory) -> tuple[Path, TableSession]:
+def synth_out(tmp_path_factory) -> tuple[Path, Session]:
     s = make_session(ops=9, iterations=4, devices=2, comm=True)
     out = tmp_path_factory.mktemp("synth")
     ctx = ExportContext()

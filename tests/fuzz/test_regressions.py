@@ -152,15 +152,14 @@ def test_pmu_rows_on_one_device_only() -> None:
     # resnet50 2-device collector run with device_1's lpmInfoConv .done emptied and
     # device_0/sample.json renamed): a device with tasks but no PMU rows
     import sqlite3
-    from types import SimpleNamespace
 
     import pandas as pd
 
     from msprof_py.export import pmu_export
+    from msprof_py.parse.session import Session
 
     key = {"stream_id": [1], "task_id": [7], "context_id": [0], "start_ns": [1000]}
-    session = SimpleNamespace(pmu=pd.DataFrame({"device_id": [0], **key, "aic_mac_ratio": [0.5]}),
-                              aicore_freq=None)
+    session = Session.from_tables(pmu=pd.DataFrame({"device_id": [0], **key, "aic_mac_ratio": [0.5]}))
     tasks = pd.DataFrame({"device_id": [0, 1], **{k: v * 2 for k, v in key.items()}})
     con = sqlite3.connect(":memory:")
     pmu_export.db_tables(con, session, tasks, [10, 11], lambda name: 5)

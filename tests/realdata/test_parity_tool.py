@@ -12,8 +12,8 @@ FIXTURE = next((Path(__file__).resolve().parents[2] / "fixtures" / "real" / "910
 
 def test_same_value_to_the_printed_digit() -> None:
     assert same_value("1784177144514943.513\t", "1784177144514943.513")
-    assert same_value("10.063", "10.062")  # rounding mode: one unit of the last printed digit
-    assert not same_value("10.063", "10.061")
+    assert not same_value("10.063", "10.062")  # equal to the printed digit, no tolerance
+    assert same_value("0.02", "0.020")
     assert not same_value("1784177144514943.513", "1784177144514943.511")
     assert same_value("0", "0.000") and same_value("100", "100.0")
     assert not same_value("1", "2") and not same_value("N/A", "")

@@ -1,0 +1,67 @@
+"""Device task times the way msprof's Python analysis computes them (clocks rule "python"), to the
+printed digit.
+
+``InfoConfReader.time_from_syscnt`` (common_func/info_conf_reader.py) works in Python floats:
+``float(cnt - dev_cnt × 1e9) / (hwts MHz × 1e6) × 1e9 + host_mon × 1e9`` ns, with ``dev_cnt`` =
+dev_start.log cntvct / 1e9 and ``host_mon`` = host_start.log clock_monotonic_raw / 1e9 (seconds
+as floats); the AscendTask duration is the float ``end - start``.  Those floats are shown as
+``trans_into_local_time``: ``Decimal(str(t)) / 1000 + Decimal(str(offset µs))`` quantized to
+0.001 µs (half even) for every start (op_summary, the timeline's ``ts``); op_summary's duration
+is ``round(duration / 1000, 3)``.  task_time reads the AscendTask table with ``CAST(start_time AS
+INTEGER)``, ``CAST(duration AS INTEGER)``: its duration is the float truncated, its start the
+float start truncated, one ns below the shown start when the fraction is past a half (not kept
+here: task_time's start is the shown start, one printed digit off in those rows).  Checked against the soc_log.db / ascend_task.db msprof left in the 310B captures
+of shared/realdata (every start, end and duration equal as floats).
+"""
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal
+
+import numpy as np
+
+
+def py_round(values: np.ndarray, ndigits: int = 3) -> np.ndarray:
+    """Python's ``round(x, ndigits)`` of every float64 (exact on the binary value; numpy's
+    ``rint(x * 10**n)`` differs only next to a tie or when ``x * 10**n`` is past 2**52, and
+    those values are rounded by Python itself)."""
+    v = np.asarray(values, np.float64)
+    scale = 10.0 ** ndigits
+    y = v * scale
+    out = np.rint(y) / scale
+    frac = y - np.floor(y)
+    doubtful = (np.abs(frac - 0.5) <= 4 * np.spacing(np.abs(y))) | (np.abs(y) >= 2.0**52) | ~np.isfinite(y)
+    for i in np.flatnonzero(doubtful):
+        out[i] = round(float(v[i]), ndigits)
+    return out
+
+
+def time_ns_float(cnt: np.ndarray, cnt0: int, mhz: float, mono0_ns: int) -> np.ndarray:
+    """``time_from_syscnt``: monotonic ns as the Python analysis' float."""
+    c = np.asarray(cnt, dtype=np.uint64).astype(np.float64)  # Python's int - float converts the int first
+    return (c - float(cnt0) / 1e9 * 1e9) / (mhz * 1e6) * 1e9 + float(mono0_ns) / 1e9 * 1e9
+
+
+def shown_ns(t: np.ndarray, offset_ns: int) -> np.ndarray:
+    """``trans_into_local_time`` in whole ns: ``str(t) + offset`` rounded half even (the offset
+    is whole ns); values within an ulp of a tie go through ``Decimal(str(t))`` itself."""
+    t = np.asarray(t, np.float64)
+    whole = np.floor(t)
+    frac = t - whole
+    base = whole.astype(np.int64) + np.int64(offset_ns)
+    out = base + ((frac > 0.5) | ((frac == 0.5) & (base % 2 == 1))).astype(np.int64)
+    for i in np.flatnonzero(np.abs(frac - 0.5) <= np.spacing(np.abs(t))):
+        d = Decimal(str(float(t[i]))) + offset_ns
+        out[i] = int(d.quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
+    return out
+
+
+def task_ns(start_cnt: np.ndarray, end_cnt: np.ndarray, cnt0: int, mhz: float, mono0_ns: int,
+            offset_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start_ns, dur_ns, span_ns): the shown start, op_summary's duration (the float duration
+    rounded to 0.001 µs) and task_time's (the float duration truncated: TaskOpViewer reads
+    ``CAST(duration AS INTEGER)``)."""
+    s = time_ns_float(start_cnt, cnt0, mhz, mono0_ns)
+    e = time_ns_float(end_cnt, cnt0, mhz, mono0_ns)
+    start = shown_ns(s, offset_ns)
+    dur = np.rint(py_round((e - s) / 1000.0) * 1000.0).astype(np.int64)
+    return start, dur, np.trunc(e - s).astype(np.int64)
