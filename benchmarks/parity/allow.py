@@ -16,12 +16,6 @@ agreeing dir says which ones it relied on.
   and a flow end for every device task with a TaskInfo, also when the other half does not exist
   (a kernel whose launch API is not in the timeline); a viewer draws nothing for a half.  We write
   complete flows only; the check compares complete flows (parity.timeline).
-- ``task-time-start`` (not deliberate: not reproduced yet): task_time ``task_start(us)`` /
-  ``task_stop(us)`` of captures msprof exports with its Python analysis (the 310B ones).  Its
-  TaskOpViewer reads the AscendTask start as ``CAST(start_time AS INTEGER)`` (the float start
-  truncated) where op_summary and the timeline show it rounded; we keep one start per task, the
-  shown one, so those two cells are one ns (the last printed digit) above msprof's in the rows
-  whose float start has a fraction past a half.  Allowed: one unit of the last printed digit.
 - ``viewer-nesting``: a timeline slice ending within 1 µs of its parent's end or its next
   sibling's start is written up to 1 µs shorter so viewers reading ``ts`` as doubles keep it
   nested (README; the CSVs keep the exact value).  Allowed: timeline ``dur`` up to 1 µs shorter.
@@ -50,15 +44,6 @@ def _formats(expected: str, ours: str) -> bool:
     return ";".join(i[len("FORMAT_"):] if i.startswith("FORMAT_") else i for i in items) == ours.strip()
 
 
-def _last_digit(expected: str, ours: str) -> bool:
-    e, o = dec(expected), dec(ours)
-    if e is None or o is None:
-        return False
-    s = expected.strip()
-    d = len(s) - s.index(".") - 1 if "." in s and "e" not in s.lower() else 0
-    return abs(e - o) <= Decimal(1).scaleb(-d)
-
-
 def _viewer_dur(expected: str, ours: str) -> bool:
     e, o = dec(expected), dec(ours)
     return e is not None and o is not None and Decimal(0) <= e - o <= Decimal(1)
@@ -71,9 +56,6 @@ def comparators(kind: str) -> dict[str, tuple[Comparator, str]]:
         out["Task Wait Time(us)"] = (_wait, "wait-time")
         for c in FORMAT_COLUMNS:
             out[c] = (_formats, "format-prefix")
-    if kind == "task_time":
-        for c in ("task_start(us)", "task_stop(us)"):
-            out[c] = (_last_digit, "task-time-start")
     if kind == "timeline.hw":
         out["dur"] = (_viewer_dur, "viewer-nesting")
     return out

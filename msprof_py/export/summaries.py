@@ -285,9 +285,13 @@ class TaskTime:
                              as_cat(np.full(len(t), "N/A", dtype=object)), as_cat(t["op_name"]))
             kind = ascend_task_types(t)
         start, span = i64(t["start_ns"]), span_durations(t)
-        # the stop: the C++ analysis shows its end (start + op_summary's duration), the Python path
-        # its printed stop (start + task_time's duration)
-        stop = start + (i64(t["dur_ns"]) if cpp_export(session) else span)
+        # the C++ analysis shows the start and its end (start + op_summary's duration); the Python
+        # path its own start (the float start truncated, parse.py_clock) + task_time's duration
+        if cpp_export(session):
+            stop = start + i64(t["dur_ns"])
+        else:
+            start = i64(t["cut_start_ns"]) if "cut_start_ns" in t else start
+            stop = start + span
         cols = [Col.ints(np.full(len(t), dev)), Col.text(kern),
                 Col.text(kind), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
                 Col.us(span), Col.us(start, stamp=True), Col.us(stop, stamp=True)]

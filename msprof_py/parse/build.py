@@ -307,4 +307,5 @@ def _empty_device_tasks() -> pd.DataFrame:
     return pd.DataFrame({"stream_id": pd.Series(dtype=np.int64), "task_id": pd.Series(dtype=np.int64),
                          "context_id": pd.Series(dtype=np.int64), "batch_id": pd.Series(dtype=np.int64),
                          "start_ns": pd.Series(dtype=np.int64), "dur_ns": pd.Series(dtype=np.int64),
-                         "span_ns": pd.Series(dtype=np.int64), "device_task_type": pd.Series(dtype=object)})
+                         "span_ns": pd.Series(dtype=np.int64),
+                         "cut_start_ns": pd.Series(dtype=np.int64), "device_task_type": pd.Series(dtype=object)})

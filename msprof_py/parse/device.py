@@ -23,7 +23,8 @@ from msprof_py.raw import stars_soc as raw_stars, ts_track as raw_ts
 @dataclass
 class DeviceData:
     device_id: int
-    tasks: pd.DataFrame  # stream_id, task_id, context_id, batch_id, start_ns, dur_ns, span_ns, device_task_type
+    tasks: pd.DataFrame  # stream_id, task_id, context_id, batch_id, start_ns, dur_ns, span_ns, cut_start_ns,
+    #                      device_task_type
     step_records: pd.DataFrame  # timestamp (local ns), model_id, index_id, stream_id, task_id, tag_id
     flips: pd.DataFrame
     kinds: KindReader | None = None  # what data/ held (unused / unknown kinds for the report)
@@ -51,6 +52,7 @@ def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None 
                              fl["flip_num"])
     tasks = frame({"stream_id": t["stream_id"], "task_id": t["task_id"], "context_id": t["context_id"],
                    "batch_id": batch, "start_ns": start, "dur_ns": dur, "span_ns": span,
+                   "cut_start_ns": ticks.cut_start_ns(t["start"], start),
                    "device_task_type": t["device_task_type"]})
     st = tr["step"]
     steps = frame({**{k: v for k, v in st.items() if k != "timestamp"},

@@ -81,6 +81,7 @@ def join_device(device_id: int, host: pd.DataFrame, dev: pd.DataFrame, warnings:
         "start_ns": np.concatenate([dev["start_ns"].to_numpy(np.int64), np.full(len(host_only), -1, np.int64)]),
         "dur_ns": np.concatenate([dev["dur_ns"].to_numpy(np.int64), np.full(len(host_only), -1, np.int64)]),
         "span_ns": np.concatenate([dev["span_ns"].to_numpy(np.int64), np.full(len(host_only), -1, np.int64)]),
+        "cut_start_ns": np.concatenate([dev["cut_start_ns"].to_numpy(np.int64), np.full(len(host_only), -1, np.int64)]),
         "device_task_type": cats.concat([_as_cat(dev["device_task_type"]),
                                          cats.const("UNKNOWN", len(host_only))]),
         "match_code": np.concatenate([match, np.full(len(host_only), 2)]),

@@ -111,6 +111,14 @@ class Ticks:
         d = self.dur_ns(np.asarray(end, np.uint64).astype(np.int64) - np.asarray(start, np.uint64).astype(np.int64))
         return s, d, d
 
+    def cut_start_ns(self, start: np.ndarray, start_ns: np.ndarray) -> np.ndarray:
+        """task_time's start of device tasks (``start_ns`` their shown start): on the ``py`` clock
+        the float start truncated, as msprof's Python task_time reads it
+        (:func:`msprof_py.parse.py_clock.cut_start_ns`); elsewhere the shown start itself."""
+        if self.py and cpp_time.fits(start, self.cnt0, float(self.mhz)):
+            return py_clock.cut_start_ns(start, self.cnt0, float(self.mhz), self.mono0_ns, self.local_offset_ns)
+        return np.asarray(start_ns, np.int64)
+
     def point_ns(self, cnt: np.ndarray) -> np.ndarray:
         """Local ns of counter values (samples, not tasks): exact floors, or (``cpp``) through
         msprof's C++ ``%f`` rounding of the µs (:func:`msprof_py.parse.cpp_time.point_ns`)."""

@@ -8,10 +8,12 @@ as floats); the AscendTask duration is the float ``end - start``.  Those floats 
 ``trans_into_local_time``: ``Decimal(str(t)) / 1000 + Decimal(str(offset µs))`` quantized to
 0.001 µs (half even) for every start (op_summary, the timeline's ``ts``); op_summary's duration
 is ``round(duration / 1000, 3)``.  task_time reads the AscendTask table with ``CAST(start_time AS
-INTEGER)``, ``CAST(duration AS INTEGER)``: its duration is the float truncated, its start the
-float start truncated, one ns below the shown start when the fraction is past a half (not kept
-here: task_time's start is the shown start, one printed digit off in those rows).  Checked against the soc_log.db / ascend_task.db msprof left in the 310B captures
-of shared/realdata (every start, end and duration equal as floats).
+INTEGER)``, ``CAST(duration AS INTEGER)`` (viewer/training/task_op_viewer.py up to Ascend/msprof
+b36b234d6, 2026-02-05, the msprof that exported the 310B captures): its duration is the float
+truncated (``span_ns``), its start the float start truncated (:func:`cut_start_ns`, one ns below
+the shown start when the fraction is past a half) and its stop ``trunc(start) + trunc(duration)``.
+Checked against the soc_log.db / ascend_task.db msprof left in the 310B captures of
+shared/realdata (every start, end and duration equal as floats) and their task_time CSVs.
 """
 from __future__ import annotations
 
@@ -65,3 +67,10 @@ def task_ns(start_cnt: np.ndarray, end_cnt: np.ndarray, cnt0: int, mhz: float, m
     start = shown_ns(s, offset_ns)
     dur = np.rint(py_round((e - s) / 1000.0) * 1000.0).astype(np.int64)
     return start, dur, np.trunc(e - s).astype(np.int64)
+
+
+def cut_start_ns(start_cnt: np.ndarray, cnt0: int, mhz: float, mono0_ns: int, offset_ns: int) -> np.ndarray:
+    """task_time's start: the float start truncated (``CAST(start_time AS INTEGER)``, toward zero)
+    plus the local offset (``trans_into_local_time`` of an integer is exact).  int64 ns."""
+    s = time_ns_float(start_cnt, cnt0, mhz, mono0_ns)
+    return np.trunc(s).astype(np.int64) + np.int64(offset_ns)

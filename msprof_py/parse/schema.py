@@ -63,6 +63,8 @@ TASK_COLUMNS = [
     #                        shown end - start; its Python path: the float duration rounded)
     "span_ns",  # task_time's duration (and the C++ timeline's): equal to dur_ns or one ns apart, as
     #             each msprof analysis computes them (parse.cpp_time, parse.py_clock); -1 host-only
+    "cut_start_ns",  # task_time's start: start_ns, or on msprof's Python path (parse.py_clock) the
+    #                  float start truncated, one ns below start_ns in some rows; -1 host-only
     "op_name",  # msprof's display name: the TaskInfo op name (the op; for a kernel launched without a
     #             Node-level op, its kernel name), else the host task type (the device type for
     #             FFTS_PLUS/UNKNOWN host types, e.g. device-only rows)

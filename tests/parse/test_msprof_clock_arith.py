@@ -101,6 +101,41 @@ def test_python_task_times(s: int, d: int) -> None:
     assert tuple(int(x[0]) for x in got) == py_ref(s, s + d)
 
 
+def py_task_time_ref(s: int, e: int) -> tuple[int, int]:
+    """TaskOpViewer (msprof before b36b234d6): ``CAST(start_time AS INTEGER)``, ``CAST(duration AS
+    INTEGER)`` from the AscendTask floats, then ``trans_into_local_time`` of the start and of
+    ``start + duration`` (both integers, so exact)."""
+    dev_cnt, host_mon, freq = float(PY_CNT0) / 1e9, float(PY_MONO0) / 1e9, PY_MHZ * 1e6
+
+    def t(c: int) -> float:
+        return float(c - dev_cnt * 1e9) / freq * 1e9 + host_mon * 1e9
+
+    start, dur = int(t(s)), int(t(e) - t(s))  # SQLite's CAST of a REAL truncates toward zero, as int()
+
+    def local(ns: int) -> int:
+        return int((Decimal(str(ns)) / 1000 + Decimal(PY_OFFSET) / 1000) * 1000)
+
+    return local(start), local(start + dur)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(PY_CNT0, PY_CNT0 + 10**12), st.integers(0, 10**7))
+def test_python_task_time_start(s: int, d: int) -> None:
+    starts, ends = np.array([s], np.uint64), np.array([s + d], np.uint64)
+    _, _, span = py_clock.task_ns(starts, ends, PY_CNT0, PY_MHZ, PY_MONO0, PY_OFFSET)
+    cut = py_clock.cut_start_ns(starts, PY_CNT0, PY_MHZ, PY_MONO0, PY_OFFSET)
+    assert (int(cut[0]), int(cut[0] + span[0])) == py_task_time_ref(s, s + d)
+
+
+def test_python_task_time_start_is_below_the_shown_one() -> None:
+    """Both rules are exercised: among a few hundred counters some starts are truncated one ns below
+    the shown (rounded) start, the others equal it."""
+    cnt = np.arange(PY_CNT0, PY_CNT0 + 300, dtype=np.uint64)
+    shown, _, _ = py_clock.task_ns(cnt, cnt, PY_CNT0, PY_MHZ, PY_MONO0, PY_OFFSET)
+    lag = shown - py_clock.cut_start_ns(cnt, PY_CNT0, PY_MHZ, PY_MONO0, PY_OFFSET)
+    assert set(lag.tolist()) == {0, 1}
+
+
 def test_long_uptime_and_corrupt_counters() -> None:
     """A host up for a year (monotonic 3e16 ns: x1000 would pass int64) converts; a counter of
     2**63 - 1 (corrupt dev_start.log) falls back to exact arithmetic without a warning."""

@@ -7,10 +7,14 @@ the test into an XPASS failure until its entry is removed from ``KNOWN`` below.
 """
 from __future__ import annotations
 
+import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
+
+import msprof_py
 
 from benchmarks.parity import ProfResult, compare_prof
 from benchmarks.parity.run import expected_checks
@@ -61,3 +65,16 @@ def test_parity(name: str, check: str) -> None:
 def test_known_entries_are_cases() -> None:
     """No stale entry: every known failure names a comparison that exists."""
     assert set(KNOWN) <= set(CASES)
+
+
+def test_310b_task_time_starts_are_truncated() -> None:
+    """The 310B fixtures hold tasks whose task_time start msprof truncated one ns below the shown
+    start (parse.py_clock.cut_start_ns), so the strict task_time check above exercises that rule."""
+    for name in ("310b_fastgelu", "310b_spence_noge"):
+        with tempfile.TemporaryDirectory() as tmp:
+            prof = Path(tmp) / PROFS[name].name
+            shutil.copytree(PROFS[name], prof, ignore=lambda _d, names: [n for n in names
+                                                                         if n == "mindstudio_profiler_output"])
+            t = msprof_py.load(prof).tasks
+            t = t[t["start_ns"] >= 0]
+            assert set((t["start_ns"] - t["cut_start_ns"]).tolist()) == {0, 1}, name
