@@ -16,6 +16,8 @@ agreeing dir says which ones it relied on.
   and a flow end for every device task with a TaskInfo, also when the other half does not exist
   (a kernel whose launch API is not in the timeline); a viewer draws nothing for a half.  We write
   complete flows only; the check compares complete flows (parity.timeline).
+- ``connection-id-race``, ``root-connection``, ``flow-id-python``: connection ids and flow ids,
+  checked in benchmarks/parity/links.py (its docstring and the README say why).
 - ``viewer-nesting``: a timeline slice ending within 1 µs of its parent's end or its next
   sibling's start is written up to 1 µs shorter so viewers reading ``ts`` as doubles keep it
   nested (README; the CSVs keep the exact value).  Allowed: timeline ``dur`` up to 1 µs shorter.

@@ -1,13 +1,16 @@
 """The ``msprof_*.json`` timeline: tracks, hardware events and flows.
 
-- ``timeline``: process names (with their label, e.g. ``NPU 0``), thread names, and the number of
-  events on every track (``X`` slices per thread, ``C`` samples per counter);
+- ``timeline``: process names (with their label, e.g. ``NPU 0``) and sort indices
+  (``process_sort_index``), thread names, and the number of events on every track (``X`` slices
+  per thread, ``C`` samples per counter);
 - ``timeline.hw``: every event of the ``Ascend Hardware`` process, keyed by (device, thread,
   stream, task, subtask, batch), its name, ``Task Type`` arg, ``ts`` (printed µs) and ``dur``
   (to 0.001 µs, msprof writes the full float); the device is the number in the process label
   (``NPU 0``), or the process's rank among the hardware processes when the label has none (msprof's
   Python path labels every device ``NPU``);
-- ``timeline.flows``: complete flows (an id with an ``s`` and an ``f``) per category.
+- ``timeline.flows``: complete flows (an id with an ``s`` and an ``f``) per category, each one's
+  ends and id, and the ``connection_id`` of the CANN calls and hardware events
+  (benchmarks/parity/links.py).
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import orjson
 from benchmarks.parity.allow import comparators
 from benchmarks.parity.cells import Check, compare_keyed
 from benchmarks.parity.csvs import files_by_kind
+from benchmarks.parity.links import compare_links
 
 HW_PROCESS = "Ascend Hardware"
 HW_KEY = ["device", "thread", "Physic Stream Id", "Task Id", "Subtask Id", "Batch Id"]
@@ -41,6 +45,7 @@ class Layout:
     def __init__(self, events: list[dict[str, Any]]) -> None:
         self.proc: dict[Any, str] = {}
         self.label: dict[Any, str] = {}
+        self.sort: dict[Any, Any] = {}
         self.thread: dict[tuple, str] = {}
         for e in events:
             if e.get("ph") != "M":
@@ -50,21 +55,27 @@ class Layout:
                 self.proc[e.get("pid")] = str(args.get("name"))
             elif name == "process_labels":
                 self.label[e.get("pid")] = str(args.get("labels"))
+            elif name == "process_sort_index":
+                self.sort[e.get("pid")] = args.get("sort_index")
             elif name == "thread_name":
                 self.thread[(e.get("pid"), e.get("tid"))] = str(args.get("name"))
         self.tracks: Counter = Counter()
         self.hw: list[dict[str, Any]] = []
+        self.x_events: list[dict[str, Any]] = []
+        self.flow_events: list[dict[str, Any]] = []
         self.flows: Counter = Counter()
         self.flow_ids: dict[tuple[str, str], set[str]] = {}
         for e in events:
             ph = e.get("ph")
             if ph == "X":
                 self.tracks[(self.pname(e["pid"]), self.tname(e))] += 1
+                self.x_events.append(e)
                 if self.proc.get(e.get("pid")) == HW_PROCESS:
                     self.hw.append(e)
             elif ph == "C":
                 self.tracks[(self.pname(e["pid"]), f"counter {e.get('name')}")] += 1
             elif ph in ("s", "f", "t"):
+                self.flow_events.append(e)
                 self.flows[(str(e.get("cat")), ph)] += 1
                 self.flow_ids.setdefault((str(e.get("cat")), ph), set()).add(str(e.get("id")))
 
@@ -82,6 +93,13 @@ class Layout:
 
     def processes(self) -> set[str]:
         return {self.pname(p) for p in self.proc}
+
+    def sort_indices(self) -> dict[str, set]:
+        """process (name and label) -> its sort indices (one per process with that name)."""
+        out: dict[str, set] = {}
+        for p in self.proc:
+            out.setdefault(self.pname(p), set()).add(self.sort.get(p))
+        return out
 
     def threads(self) -> set[tuple[str, str]]:
         return {(self.pname(p), t) for (p, _), t in self.thread.items()}
@@ -121,7 +139,11 @@ def compare_timeline(exp_dir: Path, our_dir: Path) -> list[Check]:
             c.notes.append("no file")
             out.append(c)
         return out
-    lo = Layout(load_events(ours))
+    return compare_layouts(le, Layout(load_events(ours)))
+
+
+def compare_layouts(le: Layout, lo: Layout) -> list[Check]:
+    """The timeline checks of msprof's layout ``le`` against ours ``lo``."""
     return [_tracks(le, lo), _hw(le, lo), _flows(le, lo)]
 
 
@@ -129,6 +151,11 @@ def _tracks(le: Layout, lo: Layout) -> Check:
     c = Check("timeline", rows_expected=sum(le.tracks.values()), rows_ours=sum(lo.tracks.values()))
     pe, po = le.processes(), lo.processes()
     c.notes += [f"no process {p}" for p in sorted(pe - po)] + [f"extra process {p}" for p in sorted(po - pe)]
+    se, so = le.sort_indices(), lo.sort_indices()
+    for p in sorted(pe & po):
+        if se[p] != so[p]:
+            c.cells["sort index"] += 1
+            c.example(f"{p} process_sort_index: msprof {sorted(se[p], key=str)}, msprof_py {sorted(so[p], key=str)}")
     te, to = le.threads(), lo.threads()
     miss_t = sorted(t for t in te - to if t[0] in po)
     extra_t = sorted(t for t in to - te if t[0] in pe)
@@ -154,13 +181,15 @@ def _hw(le: Layout, lo: Layout) -> Check:
 
 
 def _flows(le: Layout, lo: Layout) -> Check:
-    """Complete flows per category must agree; msprof's halves without a partner (an ``s`` or an
-    ``f`` alone, which a viewer cannot draw) are the deliberate difference ``flow-halves``."""
+    """Complete flows per category must agree, each with its ends and id, and the connection ids
+    (links.compare_links); msprof's halves without a partner (an ``s`` or an ``f`` alone, which a
+    viewer cannot draw) are the deliberate difference ``flow-halves``."""
     pe, po = le.pairs(), lo.pairs()
     c = Check("timeline.flows", rows_expected=sum(pe.values()), rows_ours=sum(po.values()))
     for k in sorted(set(pe) | set(po)):
         if pe.get(k, 0) != po.get(k, 0):
             c.notes.append(f"{k} flows {po.get(k, 0)}/{pe.get(k, 0)}")
+    compare_links(le, lo, c)
     if sum(le.flows.values()) != 2 * sum(pe.values()) and not c.notes:
         c.deliberate.add("flow-halves")
     return c

@@ -83,7 +83,7 @@ class _Annotation:
         self.key_iid = key_iid
         self.ints = self.doubles = self.strings = None
         self.has_double = self.has_string = None
-        if kind == "int":
+        if kind in ("int", "u64"):  # a uint64's bits as the int64 Perfetto stores
             self.ints = np.asarray(values, np.int64)
         elif kind == "us":
             self.doubles = np.asarray(values, np.int64) / 1000.0

@@ -2,13 +2,13 @@
 
 Processes (pid = ``(pid << 10) | (sortIndex << 5) | deviceId``):
 
-* CANN (sort 7, host device id 31): one thread per OS thread, X events named
+* CANN (sort 7, host device id 31; sort indices: :func:`layer_sorts`): one thread per OS thread, X events named
   ``{AscendCL|Model|Node|Communication|Runtime}@{api}`` with msprof's args.
-* Ascend Hardware (sort 14): one thread per physical stream ("Stream {id}") with one X per
+* Ascend Hardware (sort 13): one thread per physical stream ("Stream {id}") with one X per
   device task; Step Trace threads (tid = model_id + 70000) in the same process.
-* Communication (sort 16): "Group {g} Communication" threads for HCCL big ops and "Plane {p}"
+* Communication (sort 15): "Group {g} Communication" threads for HCCL big ops and "Plane {p}"
   threads for their sub-tasks, when the session has communication.
-* Overlap Analysis (sort 31): Computing / Communication / Communication(Not Overlapped) / Free,
+* Overlap Analysis (sort 30): Computing / Communication / Communication(Not Overlapped) / Free,
   when the session has communication.
 * HostToDevice flows: ``s`` at the Node launch on its CANN thread, ``f`` (``bp: "e"``) at the
   device task, ``id = str(connection_id << 32)`` as msprof writes it -- unless a connection id
@@ -37,9 +37,8 @@ from msprof_py.export import intervals
 from msprof_py.export import counter_export, pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import api_of_device, device_ids, device_info, of_device
-from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM, SORT_OVERLAP,
-                                           STEP_TRACE_TID_OFFSET, Arg, Counters, Flows, Meta, Slices,
-                                           format_pid)
+from msprof_py.export.trace_events import (HOST_DEVICE, LEGACY_SORTS, STEP_TRACE_TID_OFFSET, Arg, Counters,
+                                           Flows, LayerSorts, Meta, Slices, format_pid)
 from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
 from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0,
                                     legacy_layout, npu_label, op_info, shown_task_types, shown_tasks, span_durations,
@@ -149,6 +148,12 @@ def _i64(col: Any) -> np.ndarray:
     return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
 
 
+def layer_sorts(session: Session) -> LayerSorts:
+    """The processes' sort indices: the 2024 msprof's on a :func:`legacy_layout` capture, else
+    those of the msprof of CANN 9.0 (trace_events)."""
+    return LEGACY_SORTS if legacy_layout(session) else LayerSorts()
+
+
 def _device_pid(session: Session, device_id: int) -> int:
     info = device_info(session, device_id)
     pid = info.get("pid")
@@ -168,7 +173,8 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
     if len(api) == 0:
         return api
     host_pid = _i64(api["pid"])
-    fpid = (host_pid << 10) | (SORT_CANN << 5) | HOST_DEVICE
+    cann_sort = layer_sorts(session).cann
+    fpid = (host_pid << 10) | (cann_sort << 5) | HOST_DEVICE
     tid = _i64(api["thread_id"])
     # "{Level}@{name}" per distinct (level, name) pair, not per row
     lvl, nm = as_cat(api["level"]), api_names(api)
@@ -179,7 +185,7 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
     names = pd.Categorical.from_codes(pair, categories=pd.Index(texts, dtype=object)) if len(set(texts)) == len(texts) \
         else pd.Categorical(np.asarray(texts, dtype=object)[pair])
     for p in sorted(pd.unique(fpid).tolist()):
-        tl.meta.process(int(p), "CANN", "CPU", SORT_CANN)
+        tl.meta.process(int(p), "CANN", "CPU", cann_sort)
     threads = pd.DataFrame({"p": fpid, "t": tid}).drop_duplicates().sort_values(["p", "t"])
     for p, t in zip(threads["p"].tolist(), threads["t"].tolist()):
         tl.meta.thread(int(p), int(t), f"Thread {t}", int(t))
@@ -197,9 +203,10 @@ def hardware_layer(session: Session, device_id: int, tl: Timeline) -> pd.DataFra
     t = shown_tasks(session, device_id)
     if len(t) == 0:
         return t
-    hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
+    hw_sort = layer_sorts(session).hw
+    hw_pid = format_pid(_device_pid(session, device_id), hw_sort, device_id)
     stream = _i64(t["stream_id"])
-    _hw_process_meta(tl.meta, hw_pid, npu_label(session, device_id))
+    _hw_process_meta(tl.meta, hw_pid, npu_label(session, device_id), hw_sort)
     for s in sorted(pd.unique(stream).tolist()):
         tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
     cpp = cpp_export(session)
@@ -222,7 +229,8 @@ def hardware_layer(session: Session, device_id: int, tl: Timeline) -> pd.DataFra
                       else as_cat(part["device_task_type"])),
                   Arg("Physic Stream Id", "int", ptid), Arg("Task Id", "int", _i64(part["task_id"])),
                   Arg("Batch Id", "int", _i64(part["batch_id"])), Arg("Subtask Id", "int", _i64(part["context_id"])),
-                  Arg("connection_id", "int", _i64(part["connection_id"])), *extra]))
+                  # the C++ analysis prints the id as a uint64 (none: 18446744073709551615)
+                  Arg("connection_id", "u64" if cpp else "int", _i64(part["connection_id"])), *extra]))
     return t
 
 
@@ -250,8 +258,9 @@ def step_trace_slices(session: Session, device_id: int, meta: Meta) -> list[Slic
     st = of_device(session.steps, device_id)
     if len(st) == 0:
         return []
-    hw_pid = format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id)
-    _hw_process_meta(meta, hw_pid, npu_label(session, device_id))
+    hw_sort = layer_sorts(session).hw
+    hw_pid = format_pid(_device_pid(session, device_id), hw_sort, device_id)
+    _hw_process_meta(meta, hw_pid, npu_label(session, device_id), hw_sort)
     model = _i64(st["model_id"])
     tid = model + STEP_TRACE_TID_OFFSET
     for m in sorted(pd.unique(model).tolist()):
@@ -303,9 +312,9 @@ def step_trace_slices(session: Session, device_id: int, meta: Meta) -> list[Slic
     return out
 
 
-def _hw_process_meta(meta: Meta, hw_pid: int, label: str) -> None:
+def _hw_process_meta(meta: Meta, hw_pid: int, label: str, sort: int) -> None:
     if not any(e["pid"] == hw_pid and e["name"] == "process_name" for e in meta.events):
-        meta.process(hw_pid, "Ascend Hardware", label, SORT_ASCEND_HW)
+        meta.process(hw_pid, "Ascend Hardware", label, sort)
 
 
 def _ts_text(ns: np.ndarray) -> np.ndarray:
@@ -319,8 +328,9 @@ def communication_layer(session: Session, device_id: int, tl: Timeline) -> pd.Da
     sub = of_device(session.comm_tasks, device_id)
     if len(ops) == 0 and len(sub) == 0:
         return ops
-    cpid = format_pid(_device_pid(session, device_id), SORT_COMM, device_id)
-    tl.meta.process(cpid, "Communication", npu_label(session, device_id), SORT_COMM)
+    comm_sort = layer_sorts(session).comm
+    cpid = format_pid(_device_pid(session, device_id), comm_sort, device_id)
+    tl.meta.process(cpid, "Communication", npu_label(session, device_id), comm_sort)
     groups = sorted(set(ops["group_name"].astype(str)) | set(sub["group_name"].astype(str)))
     planes = {g: sorted(set(_i64(sub.loc[sub["group_name"].astype(str) == g, "plane_id"]).tolist()))
               for g in groups}
@@ -406,8 +416,9 @@ def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_op
         lo, hi = [busy[0].min()] if len(busy[0]) else [], [busy[1].max()] if len(busy[1]) else []
     if lo and hi and max(hi) > min(lo):
         free = intervals.difference((np.array([min(lo)], np.int64), np.array([max(hi)], np.int64)), busy)
-    opid = format_pid(_device_pid(session, device_id), SORT_OVERLAP, device_id)
-    tl.meta.process(opid, "Overlap Analysis", npu_label(session, device_id), SORT_OVERLAP)
+    overlap_sort = layer_sorts(session).overlap
+    opid = format_pid(_device_pid(session, device_id), overlap_sort, device_id)
+    tl.meta.process(opid, "Overlap Analysis", npu_label(session, device_id), overlap_sort)
     layers = [("Communication", communication), ("Communication(Not Overlapped)", not_overlapped),
               ("Computing", computing), ("Free", free)]
     if not cpp_export(session):  # the Python analysis numbers them by its OverlapType: Computing first
@@ -426,13 +437,18 @@ ACL_EVENT_APIS = ["aclrtRecordEvent", "aclrtStreamWaitEvent"]
 
 
 def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
-                         hw_pid: int, comm_pid: int, comm_tid: dict[str, int] | None = None) -> Flows | None:
+                         hw_pid: int, comm_pid: int, comm_tid: dict[str, int] | None = None,
+                         cann_sort: int = LayerSorts().cann, python: bool = False) -> Flows | None:
     """HostToDevice flows as msprof's C++ timeline selects them (CannAssembler::GenerateConnectionTrace,
     AscendHardwareAssembler::GenerateTaskConnectionTrace): a start at every Node launch,
     ``aclrtRecordEvent`` / ``aclrtStreamWaitEvent`` call and call that issued a MEMCPY_ASYNC task; an
     end at every device task with a TaskInfo or issued by such an event call, every memcpy task,
     and every HCCL op; one flow per connection id that has both (msprof also writes the halves
-    without a partner; a viewer draws nothing for those, so we leave them out)."""
+    without a partner; a viewer draws nothing for those, so we leave them out).  ``python``: msprof's
+    Python analysis (HostToDevice.add_task_connection_data) starts a device task's flow at its launch
+    (the task_track record: its thread, ``launch_ns``) rather than at the Node call, and numbers it
+    ``device << 80 | stream << 64 | task << 48 | batch << 32 | context``; we keep ``connection_id <<
+    32`` there (ids past 2**53 are not exact in viewers reading them as doubles: README)."""
     if len(api) == 0:
         return None
     lv = api["level"].astype(object).astype(str).to_numpy()
@@ -451,19 +467,25 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
         sel = op_info(tasks) | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn)
         tk = tasks[sel]
         ends.append(pd.DataFrame({"conn": _i64(tk["connection_id"]), "pid": hw_pid,
-                                  "tid": _i64(tk["stream_id"]), "ns": _i64(tk["start_ns"])}))
+                                  "tid": _i64(tk["stream_id"]), "ns": _i64(tk["start_ns"]),
+                                  "launch_tid": _i64(tk["thread_id"]) if python else -1,
+                                  "launch_ns": _i64(tk["launch_ns"]) if python else -1}))
     if len(comm_ops) and comm_tid is not None:
         ends.append(pd.DataFrame({"conn": _i64(comm_ops["connection_id"]), "pid": comm_pid,
                                   "tid": comm_ops["group_name"].astype(str).map(comm_tid).to_numpy(np.int64),
-                                  "ns": _i64(comm_ops["start_ns"])}))
+                                  "ns": _i64(comm_ops["start_ns"]), "launch_tid": -1, "launch_ns": -1}))
     if not ends:
         return None
     e = pd.concat(ends, ignore_index=True)
     e = e[e["conn"] >= 0].sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
-    s = pd.DataFrame({"conn": src_conn, "pid": (_i64(src["pid"]) << 10) | (SORT_CANN << 5) | HOST_DEVICE,
+    s = pd.DataFrame({"conn": src_conn, "pid": (_i64(src["pid"]) << 10) | (cann_sort << 5) | HOST_DEVICE,
                       "tid": _i64(src["thread_id"]), "ns": _i64(src["start_ns"])})
     s = s.sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
     pair = s.merge(e, on="conn", suffixes=("_s", "_f"))
+    at_launch = pair["launch_ns"].to_numpy(np.int64) >= 0
+    if at_launch.any():  # the Python path: from the launch record
+        pair["tid_s"] = np.where(at_launch, pair["launch_tid"].to_numpy(np.int64), pair["tid_s"].to_numpy(np.int64))
+        pair["ns_s"] = np.where(at_launch, pair["launch_ns"].to_numpy(np.int64), pair["ns_s"].to_numpy(np.int64))
     pair = pair.sort_values("ns_s", kind="stable")
     ids = flow_ids(pair["conn"].to_numpy(np.int64))
     return Flows("HostToDevice", "HostToDevice", ids, pair["pid_s"].to_numpy(np.int64), pair["tid_s"].to_numpy(np.int64),
@@ -493,18 +515,18 @@ def build_timeline(session: Session, device_id: int, ctx: ExportContext) -> Time
     if ctx.layer_on("overlap_analyse"):
         all_tasks = shown_tasks(session, device_id)
         overlap_layer(session, device_id, all_tasks, of_device(session.communication, device_id), tl)
+    srt = layer_sorts(session)
+    dpid = _device_pid(session, device_id)
     if ctx.layer_on("freq"):
-        tl.counters += pmu_export.freq_counters(session, device_id, tl.meta, _device_pid(session, device_id),
-                                                SORT_ASCEND_HW)
+        tl.counters += pmu_export.freq_counters(session, device_id, tl.meta, dpid, srt.hw)
     comm_tid = None
     if len(comm_ops):
         names = [e for e in tl.meta.events if e["name"] == "thread_name"
-                 and e["pid"] == format_pid(_device_pid(session, device_id), SORT_COMM, device_id)]
+                 and e["pid"] == format_pid(dpid, srt.comm, device_id)]
         comm_tid = {e["args"]["name"][len("Group "):-len(" Communication")]: e["tid"]
                     for e in names if e["args"]["name"].startswith("Group ")}
-    flows = host_to_device_flows(
-        api, tasks, comm_ops, format_pid(_device_pid(session, device_id), SORT_ASCEND_HW, device_id),
-        format_pid(_device_pid(session, device_id), SORT_COMM, device_id), comm_tid)
+    flows = host_to_device_flows(api, tasks, comm_ops, format_pid(dpid, srt.hw, device_id),
+                                 format_pid(dpid, srt.comm, device_id), comm_tid, srt.cann, not cpp_export(session))
     if flows is not None and len(flows):
         tl.flows.append(flows)
     return tl

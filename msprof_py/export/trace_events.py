@@ -23,9 +23,32 @@ import pandas as pd
 
 from msprof_py.export.rows import RowBuilder
 
-# msprof's layer sort indices (C++ LAYER_INFO) and the host pseudo device id
-SORT_CANN, SORT_ASCEND_HW, SORT_COMM, SORT_OVERLAP = 7, 14, 16, 31
+# msprof's layer sort indices and the host pseudo device id.  The C++ analysis numbers its layers
+# with one enum (domain/entities/json_trace/include/meta_data_event.h ProcessSortIndex: FRAMEWORK 6,
+# CANN 7, ..., ASCEND_HW, AICORE_FREQ, HCCL, ..., OVERLAP_ANALYSIS); every layer added upstream
+# shifts the later ones.  We write the numbers of the msprof that ships with CANN 9.0.0 (its exports
+# of the 910B captures: Ascend Hardware 13, AI Core Freq 14, Overlap Analysis 30; the enum as of
+# Ascend/msprof e095568bd, 2026-03, with the CCU layer; the DPU layer of aadad352f, 2026-05, moves
+# them to 14 / 15 / 31 in later versions).
+SORT_CANN, SORT_ASCEND_HW, SORT_COMM, SORT_OVERLAP = 7, 13, 15, 30
+# The msprof of 2024 (Python analysis; the 310B captures of shared/realdata, drvVersion < 0x072211):
+# CANN 2 (its LAYER_CANN_SORT, after FRAMEWORK 0 and PTA 1), Ascend Hardware 8, Overlap Analysis 11,
+# as its exports show (its source is not in the reference; its Communication index is unknown, kept).
+LEGACY_SORT_CANN, LEGACY_SORT_ASCEND_HW, LEGACY_SORT_OVERLAP = 2, 8, 11
 HOST_DEVICE = 31
+
+
+@dataclass(frozen=True)
+class LayerSorts:
+    """The sort index (and pid field) of each timeline process of one export."""
+
+    cann: int = SORT_CANN
+    hw: int = SORT_ASCEND_HW
+    comm: int = SORT_COMM
+    overlap: int = SORT_OVERLAP
+
+
+LEGACY_SORTS = LayerSorts(LEGACY_SORT_CANN, LEGACY_SORT_ASCEND_HW, SORT_COMM, LEGACY_SORT_OVERLAP)
 STEP_TRACE_TID_OFFSET = 70000
 
 
@@ -53,7 +76,7 @@ def jstr_many(values: list[str]) -> list[str]:
 
 @dataclass
 class Arg:
-    """One ``args`` entry: key and a column (``kind``: int | str | us | tsstr)."""
+    """One ``args`` entry: key and a column (``kind``: int | u64 | str | us | tsstr | raw)."""
 
     key: str
     kind: str
@@ -63,6 +86,12 @@ class Arg:
 def _add_value(rb: RowBuilder, kind: str, values: Any, n: int) -> None:
     if kind == "int":
         rb.int(np.asarray(values, dtype=np.int64))
+    elif kind == "u64":  # an int64 column printed as C++ prints a uint64_t (-1 -> 18446744073709551615)
+        v = np.asarray(values, dtype=np.int64)
+        if (v < 0).any():
+            _add_strings(rb, v.view(np.uint64).astype(str), encode=False)
+        else:
+            rb.int(v)
     elif kind == "us":  # a JSON number in µs from ns
         rb.us3(np.asarray(values, dtype=np.int64))
     elif kind == "tsstr":  # a timestamp string "us.nnn"

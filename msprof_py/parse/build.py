@@ -290,7 +290,7 @@ def _cat(parts, cols) -> pd.DataFrame:
 
 
 HOST_TASK_COLS = {"device_id": np.int64, "stream_id": np.int64, "task_id": np.int64, "batch_id": np.int64,
-                  "context_id": np.int64, "timestamp": np.int64, "host_task_type": object, "kernel_name": object,
+                  "context_id": np.int64, "timestamp": np.int64, "launch_ns": np.int64, "host_task_type": object, "kernel_name": object,
                   "model_id": np.int64, "request_id": np.int64, "connection_id": np.int64, "node_api": np.int64,
                   "hccl_api": np.int64, "runtime_api": np.int64, "thread_id": np.int64, "op_name": object,
                   "op_type": object, "task_type": object, "op_state": object, "block_num": np.int64,

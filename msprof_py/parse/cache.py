@@ -25,7 +25,7 @@ from msprof_py.atomic import atomic_open
 from msprof_py.errors import WarningLog
 from msprof_py.raw.files import FILTER_DIRS
 
-PARSER_VERSION = "parse-5+pmu+counters"  # 5: tasks.cut_start_ns; 3: C++-path task times, devices.host_uid; 4: api dur_ticks, before_profiling
+PARSER_VERSION = "parse-6+pmu+counters"  # 6: C++ connection ids from 1, tasks.thread_id / launch_ns; 5: tasks.cut_start_ns; 3: C++-path task times, devices.host_uid; 4: api dur_ticks, before_profiling
 CACHE_DIR = "msprof_py_cache"
 CACHE_PARENT = "mindstudio_profiler_log"  # in msprof's FILTER_DIRS
 CACHE_FILE = "session.pkl"

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
-from msprof_py.parse import cats, plausible
+from msprof_py.parse import cats, cpp_time, plausible, py_clock
 from msprof_py.parse.cats import frame
 from msprof_py.parse.calltree import CallTree
 from msprof_py.parse.flip import compute_batch_id
@@ -76,6 +76,10 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None, p
 
     # ---------------- API table + call tree
     a = kinds.get(raw_api.FILE_TAG)
+    # connection ids as the exporting analysis numbers the records (records.api_event): msprof's
+    # Python parser in file order from 0, its C++ analysis in (begin, level) order from 1
+    if not python_path:
+        a = {**a, "connection_id": a["cpp_connection_id"]}
     # begin 0: the call started before profiling (the first aclrtSetDevice); converted like any
     # counter, so end - start is msprof's duration (the raw counter difference); it lies before
     # collectionTimeBegin and is kept (api_statistic counts it; msprof's timeline leaves it out)
@@ -141,9 +145,10 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None, p
     acl_api = anc[LEVEL_ACL]
     hccl_api = anc[LEVEL_HCCL]
     # the launching call: the Node-level API, else the innermost API around the track (msprof's
-    # TreeAnalyzer: compute tasks take their Node's id, other tasks their tree parent's)
-    conn = _at(a["connection_id"], node_api,
-               _at(a["connection_id"], model_api, _at(a["connection_id"], acl_api, -1)))
+    # TreeAnalyzer: compute tasks take their Node's id, other tasks their tree parent's); msprof's
+    # Python path (the 2024 exports of the 310B captures): the Node's only, else -1
+    conn = _at(a["connection_id"], node_api, -1) if python_path else \
+        _at(a["connection_id"], node_api, _at(a["connection_id"], model_api, _at(a["connection_id"], acl_api, -1)))
     model_id = _at(model_of_api, model_api, INVALID_U32)
     request_id = _at(a["request_id"], model_api, -1)
     f_time = ticks.to_local_ns(flips["timestamp"])
@@ -172,6 +177,10 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None, p
         "task_id": tt["task_id"].astype(np.int64),
         "batch_id": batch,
         "timestamp": t_time,
+        # the launch as the exporting analysis shows it (msprof's Python path: its float host clock)
+        "launch_ns": py_clock.host_shown_ns(tt["timestamp"], ticks.cnt0, float(ticks.mhz), ticks.mono0_ns,
+                                            ticks.local_offset_ns)
+        if python_path and cpp_time.fits(tt["timestamp"], ticks.cnt0, float(ticks.mhz)) else t_time,
         "host_task_type": host_type,
         "kernel_name": tt["kernel_name"],
         "model_id": model_id.astype(np.int64),

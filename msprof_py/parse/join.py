@@ -94,7 +94,7 @@ def join_device(device_id: int, host: pd.DataFrame, dev: pd.DataFrame, warnings:
                          ("op_state", "N/A"), ("hf32_eligible", "N/A"), ("input_shapes", "N/A"),
                          ("input_data_types", "N/A"), ("input_formats", "N/A"), ("output_shapes", "N/A"),
                          ("output_data_types", "N/A"), ("output_formats", "N/A"), ("hccl_api", -1),
-                         ("thread_id", -1)):
+                         ("thread_id", -1), ("launch_ns", -1)):
         if isinstance(default, str):
             src = _as_cat(host[col]) if nh else pd.Categorical([])
             out[col] = cats.take(src, h_idx, default)

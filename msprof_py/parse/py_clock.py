@@ -74,3 +74,28 @@ def cut_start_ns(start_cnt: np.ndarray, cnt0: int, mhz: float, mono0_ns: int, of
     plus the local offset (``trans_into_local_time`` of an integer is exact).  int64 ns."""
     s = time_ns_float(start_cnt, cnt0, mhz, mono0_ns)
     return np.trunc(s).astype(np.int64) + np.int64(offset_ns)
+
+
+def host_shown_ns(cnt: np.ndarray, cnt0: int, mhz: float, mono0_ns: int, offset_ns: int) -> np.ndarray:
+    """Host counter values as msprof's Python analysis shows them in µs (its HostToDevice flow
+    starts): ``time_from_host_syscnt(cnt, MICRO_SECOND)`` -- ``float(cnt - host_cnt × 1e9) / (MHz ×
+    1e6) × 1e6 + host_mon × 1e6`` with ``host_cnt`` / ``host_mon`` the host_start.log cntvct and
+    clock_monotonic_raw / 1e9 as floats, or ``cnt × 1e6 / 1e9`` at the default frequency (counters
+    in ns) -- then ``trans_into_local_time(use_us=True)``: ``Decimal(str(t)) + offset`` quantized to
+    0.001 µs half even (the offset is whole ns).  int64 local ns, one ns apart from the exact
+    conversion in some rows."""
+    c = np.asarray(cnt, dtype=np.uint64).astype(np.float64)  # Python's int - float converts the int first
+    if mhz == 1000.0:
+        t_us = c / 1000.0  # int * 10**6 / 10**9: the correctly rounded quotient
+    else:
+        t_us = (c - float(cnt0) / 1e9 * 1e9) / (mhz * 1e6) * 1e6 + float(mono0_ns) / 1e9 * 1e6
+    y = t_us * 1000.0
+    whole = np.floor(y)
+    frac = y - whole
+    base = whole.astype(np.int64) + np.int64(offset_ns)
+    out = base + ((frac > 0.5) | ((frac == 0.5) & (base % 2 == 1))).astype(np.int64)
+    # y carries the product's rounding: next to a tie the shortest str of t decides
+    for i in np.flatnonzero(np.abs(frac - 0.5) <= 1e-3):
+        d = Decimal(repr(float(t_us[i]))) * 1000 + offset_ns
+        out[i] = int(d.quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
+    return out

@@ -41,7 +41,8 @@ API_COLUMNS = [
     "before_profiling",  # bool: raw begin counter 0, the call began before profiling (the first
     #                      aclrtSetDevice); msprof's timelines and its C++ analysis leave it out, its
     #                      Python api_statistic counts it
-    "connection_id",  # running number of the API/Event record in file order (msprof's rule); flows use it
+    "connection_id",  # running number of the API/Event record in file order (msprof's rule), from 1 on
+    #                   captures msprof's C++ analysis exports, from 0 on its Python path; flows use it
     "request_id",  # paired Model-level events: the iteration index_id; -1 for plain APIs
     "parent",  # row index (in this table) of the innermost enclosing call on the thread, -1 at the root
     "device_id",  # Runtime calls that issued a task: that task's device; else -1
@@ -81,7 +82,11 @@ TASK_COLUMNS = [
     "input_shapes", "input_data_types", "input_formats",  # '1,3,224,224;64' style: dims by ",", tensors by ";"
     "output_shapes", "output_data_types", "output_formats",  # (no CSV quoting; "N/A" without tensor info)
     "kernel_name",  # task_track kernel name (hash_dic); "N/A" if unknown
-    "connection_id",  # the launching Node (else AscendCL) call's connection_id; -1 if none / device-only
+    "connection_id",  # the launching Node (else Model, else AscendCL) call's connection_id (Python path:
+    #                   the Node's only); -1 if none / device-only
+    "thread_id",  # the launching host thread (task_track); -1 device-only
+    "launch_ns",  # the task_track record's time (the launch, local ns; msprof's Python path starts its
+    #               HostToDevice flow there); -1 device-only
     "match",  # category: "matched" (1 host : N device), "fifo" (several host tasks for one key, paired in
     #           time order; msprof drops these), "host_only" (start/dur -1), "device_only"
 ]

@@ -114,6 +114,7 @@ def make_session(ops: int = 6, iterations: int = 2, devices: int = 1, comm: bool
             "device_id": d, "model_id": 1, "index_id": it, "iter_id": it,
             "stream_id": stream, "task_id": task_id, "batch_id": batch_id, "context_id": NA32(n),
             "start_ns": start, "dur_ns": dur, "span_ns": dur, "cut_start_ns": start,
+            "thread_id": np.full(n, -1, np.int64), "launch_ns": np.full(n, -1, np.int64),
             "op_name": _cat(op_name), "op_type": _cat(op_type), "task_type": _cat(task_type),
             "host_task_type": _cat(np.vectorize(HOST_TYPES.get, otypes=[object])(task_type)),
             "device_task_type": _cat(np.where(task_type == "AI_CPU", "AICPU_SQE", "AIV_SQE")),

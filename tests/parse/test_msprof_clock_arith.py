@@ -144,3 +144,14 @@ def test_long_uptime_and_corrupt_counters() -> None:
                                         CNT0, mono, 50.0, 0)
     assert (int(start[0]), int(end[0]), int(span[0])) == (mono + 20_000, mono + 40_000, 20_000)
     assert not cpp_time.fits(np.array([2**63 - 1], np.uint64), 0, 50.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(PY_CNT0 - 10**9, PY_CNT0 + 10**12))
+def test_python_host_times(c: int) -> None:
+    """time_from_host_syscnt(c, MICRO_SECOND) then trans_into_local_time(use_us=True, is_host=True)."""
+    host_cnt, host_mon, freq = float(PY_CNT0) / 1e9, float(PY_MONO0) / 1e9, PY_MHZ * 1e6
+    t_us = float(c - host_cnt * 1e9) / freq * 1e6 + host_mon * 1e6
+    ref = (Decimal(str(t_us)) + Decimal(PY_OFFSET) / 1000).quantize(Decimal("0.000"), ROUND_HALF_EVEN)
+    got = py_clock.host_shown_ns(np.array([c], np.uint64), PY_CNT0, PY_MHZ, PY_MONO0, PY_OFFSET)
+    assert int(got[0]) == int(ref * 1000)

@@ -51,3 +51,80 @@ def test_parse_warnings_reach_the_export_log(tmp_path: Path) -> None:
     log = (prof / "mindstudio_profiler_log" / "msprof_py_export.log").read_text()
     parse_msgs = [m for m in result.warnings if "made_up_kind" in m]
     assert parse_msgs and all(m in log for m in parse_msgs)
+
+
+def _msprof_timeline() -> list[dict]:
+    from benchmarks.parity.timeline import load_events
+
+    return load_events(list((FIXTURE / "mindstudio_profiler_output").glob("msprof_*.json")))
+
+
+def test_a_changed_sort_index_is_reported() -> None:
+    import copy
+
+    from benchmarks.parity.timeline import Layout, compare_layouts
+
+    ev = _msprof_timeline()
+    changed = copy.deepcopy(ev)
+    for e in changed:
+        if e.get("name") == "process_sort_index" and e["args"]["sort_index"] == 13:  # Ascend Hardware
+            e["args"]["sort_index"] = 14
+    same = {c.name: c for c in compare_layouts(Layout(ev), Layout(ev))}
+    assert all(c.ok for c in same.values())
+    diff = {c.name: c for c in compare_layouts(Layout(ev), Layout(changed))}
+    assert diff["timeline"].cells["sort index"] == 1
+
+
+def _with(ev: list[dict], change) -> list[dict]:
+    import copy
+
+    out = copy.deepcopy(ev)
+    for e in out:
+        change(e)
+    return out
+
+
+def _flows_check(ours: list[dict]):
+    from benchmarks.parity.timeline import Layout, compare_layouts
+
+    return {c.name: c for c in compare_layouts(Layout(_msprof_timeline()), Layout(ours))}["timeline.flows"]
+
+
+def test_connection_ids_and_flow_ids_are_compared() -> None:
+    """The ids themselves are compared, not only what they link: a hardware event's id, a flow's id
+    and the CANN calls' ids; a constant shift of every id (msprof's counter shared with its other
+    parser threads) is the allowance connection-id-race, a reordering is not."""
+    ev = _msprof_timeline()
+    same = _flows_check(ev)
+    assert same.ok and "connection-id-race" not in same.deliberate
+
+    def hw_id(e: dict) -> None:
+        a = e.get("args") or {}
+        if e.get("ph") == "X" and a.get("Task Id") == 7 and a.get("Physic Stream Id") == 46:
+            a["connection_id"] += 1
+    assert _flows_check(_with(ev, hw_id)).cells["hardware connection_id"] == 1
+
+    flow = next(e["id"] for e in ev if e.get("ph") == "s")
+
+    def flow_id(e: dict) -> None:
+        if e.get("ph") in ("s", "f") and e.get("id") == flow:
+            e["id"] = str(int(flow) + (1 << 32))
+            e["name"] = "HostToDevice" + e["id"]
+    assert _flows_check(_with(ev, flow_id)).cells["flow id"] == 1
+
+    calls = sorted({e["args"]["connection_id"] for e in ev if e.get("ph") == "X" and "Thread Id" in e["args"]})
+
+    def shift(e: dict) -> None:  # ours numbered from 1 where msprof's would start past other events
+        a = e.get("args") or {}
+        if isinstance(a.get("connection_id"), int) and 0 < a["connection_id"] <= calls[-1]:
+            a["connection_id"] -= 5
+        if e.get("ph") in ("s", "f"):
+            e["id"] = str(int(e["id"]) - (5 << 32))
+    shifted = _flows_check(_with(ev, shift))
+    assert shifted.ok and "connection-id-race" in shifted.deliberate
+
+    def swap(e: dict) -> None:
+        a = e.get("args") or {}
+        if e.get("ph") == "X" and "Thread Id" in a and a["connection_id"] in calls[:2]:
+            a["connection_id"] = calls[1] if a["connection_id"] == calls[0] else calls[0]
+    assert _flows_check(_with(ev, swap)).cells["CANN connection_id"] > 0

@@ -3,7 +3,10 @@
 Output: APIs (end >= begin; begin 0 = started before profiling) plus Events paired into pseudo-APIs by (level, thread, type,
 request_id, item_id) in file order -- first = start, second = end (msprof's
 CANNEventGenerator).  Every record takes the next running ``connection_id`` in file order
-(aging stream first, then unaging: file-name order); a pseudo-API keeps its start record's id.
+(aging stream first, then unaging: file-name order; msprof's Python ApiEventParser); a pseudo-API
+keeps its start record's id.  ``cpp_connection_id``: the number msprof's C++ analysis gives the
+record, 1 + its rank by (begin, level descending) over all records (EventGrouper sorts them with
+SortByTimeAndLevel before each becomes an Event with ``++g_eventIDCnt``; ties in file order).
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from msprof_py.raw.common import EVENT_FLAG
 
 def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     """Columns (raw host counters, not yet converted): level, type, thread_id, item_id,
-    start, end, request_id (-1 for APIs), connection_id, is_event."""
+    start, end, request_id (-1 for APIs), connection_id, cpp_connection_id, is_event."""
     warnings = ctx.warnings
     n = len(parts)
     level = parts.col("level", np.uint16)
@@ -27,6 +30,8 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     end = parts.col("end", np.uint64)
     item = parts.col("item_id", np.uint64)
     conn = np.arange(n, dtype=np.int64)
+    cpp_conn = np.empty(n, dtype=np.int64)
+    cpp_conn[np.lexsort((conn, -level.astype(np.int64), begin))] = np.arange(1, n + 1, dtype=np.int64)
     is_event = end == np.uint64(EVENT_FLAG)
 
     api = ~is_event
@@ -73,5 +78,6 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
         "end": end_src[rows],
         "request_id": np.where(ev_rows, req[rows].astype(np.int64), -1),
         "connection_id": conn[rows],
+        "cpp_connection_id": cpp_conn[rows],
         "is_event": ev_rows,
     }
