@@ -83,7 +83,8 @@ class _Annotation:
         self.key_iid = key_iid
         self.ints = self.doubles = self.strings = None
         self.has_double = self.has_string = None
-        if kind in ("int", "u64"):  # a uint64's bits as the int64 Perfetto stores
+        self.int_field = 3 if kind == "u64" else 4  # DebugAnnotation uint_value / int_value
+        if kind in ("int", "u64"):  # a uint64 as its 64 bits (the same varint)
             self.ints = np.asarray(values, np.int64)
         elif kind == "us":
             self.doubles = np.asarray(values, np.int64) / 1000.0
@@ -108,7 +109,7 @@ class _Annotation:
     def add_to(self, te: Messages, rows: np.ndarray) -> None:
         head = tag(1, 0) + varint_bytes(self.key_iid)
         if self.ints is not None:
-            te.small_message(4, head, 4, self.ints[rows])
+            te.small_message(4, head, self.int_field, self.ints[rows])
             return
         if self.doubles is not None:
             te.small_message(4, head, 5, self.doubles[rows], None if self.has_double is None else self.has_double[rows])
@@ -159,7 +160,8 @@ class BlockEncoder:
             "block": np.concatenate([np.full(len(encoders[k].s), k, np.int64) for k in cand]),
             "row": np.concatenate([np.arange(len(encoders[k].s), dtype=np.int64) for k in cand])}) \
             if cand else pd.DataFrame({c: np.array([], np.int64) for c in ("pid", "tid", "ns", "dur", "block", "row")})
-        end_ns = np.concatenate([np.concatenate([f.s_ns, f.f_ns]) for f in flows]).astype(np.int64)
+        s_at = [f.s_ns if f.s_slice_ns is None else f.s_slice_ns for f in flows]  # the slice an s binds to
+        end_ns = np.concatenate([np.concatenate([s, f.f_ns]) for s, f in zip(s_at, flows)]).astype(np.int64)
         keys = keys[np.isin(keys["ns"].to_numpy(), end_ns)]  # a small table for the joins below
         ids = np.concatenate([np.asarray(f.ids, np.int64) for f in flows])
         if len(np.unique(ids)) != len(ids):  # two devices' files may reuse an id: renumber
@@ -169,7 +171,7 @@ class BlockEncoder:
             ends[side] = pd.DataFrame({
                 "pid": np.concatenate([getattr(f, f"{side}_pid") for f in flows]).astype(np.int64),
                 "tid": np.concatenate([getattr(f, f"{side}_tid") for f in flows]).astype(np.int64),
-                "ns": np.concatenate([getattr(f, f"{side}_ns") for f in flows]).astype(np.int64),
+                "ns": np.concatenate(s_at if side == "s" else [f.f_ns for f in flows]).astype(np.int64),
                 "id": ids}).merge(keys, on=["pid", "tid", "ns"], how="left")
             # several slices starting there (a parent and its first child): the longest one
             ends[side] = ends[side].sort_values(["id", "dur"], ascending=[True, False], kind="stable") \

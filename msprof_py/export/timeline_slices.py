@@ -47,7 +47,7 @@ def take_slices(s: Slices, idx: np.ndarray) -> Slices:
 
 def take_flows(f: Flows, idx: np.ndarray) -> Flows:
     return Flows(f.cat, f.name_prefix, f.ids[idx], f.s_pid[idx], f.s_tid[idx], f.s_ns[idx], f.f_pid[idx],
-                 f.f_tid[idx], f.f_ns[idx])
+                 f.f_tid[idx], f.f_ns[idx], None if f.s_slice_ns is None else f.s_slice_ns[idx])
 
 
 def take_counters(c: Counters, idx: np.ndarray) -> Counters:
@@ -114,7 +114,7 @@ def remove_stale(base: Path, keep: list[Path]) -> None:
 def write_sliced(tl: Any, base: Path, ctx: ExportContext, limit: int) -> list[Path]:
     """Write ``tl`` as one file ``base`` when it fits in ``limit`` bytes, else as
     ``{base.stem}_slice_{k}.json`` files each under ``limit`` (see module doc)."""
-    from msprof_py.export.timeline import json_array
+    from msprof_py.export.timeline_write import json_array
 
     meta = tl.meta.to_bytes()
     times, sizes, parts = [], [], []

@@ -165,6 +165,10 @@ class Flows:
     f_pid: np.ndarray
     f_tid: np.ndarray
     f_ns: np.ndarray
+    # the slice an ``s`` inside it binds to (its start ns on the same thread), where ``s_ns`` is not
+    # a slice start (msprof's Python path starts flows at the launch record inside the Node call);
+    # the native trace attaches the flow there
+    s_slice_ns: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -84,7 +84,8 @@ def read_pftrace(path: Path) -> Read:
             for a in te.debug_annotations:
                 key = names["k"][a.name_iid]
                 which = a.WhichOneof("value")
-                args[key] = {"int_value": lambda: a.int_value, "double_value": lambda: a.double_value,
+                args[key] = {"int_value": lambda: a.int_value, "uint_value": lambda: a.uint_value,
+                             "double_value": lambda: a.double_value,
                              "string_value_iid": lambda: names["v"][a.string_value_iid]}[which]()
             cat = names["c"][te.category_iids[0]] if len(te.category_iids) else None
             rec = [kind[1], kind[2], names["n"][te.name_iid], now, None, cat, args]
@@ -141,6 +142,17 @@ def read_json(paths: list[Path]) -> Read:
                     i = {"process_name": 0, "process_labels": 1, "process_sort_index": 2}[e["name"]]
                     cur[i] = [arg] if i == 1 else arg
                     out.processes[pid] = tuple(cur)
+        starts = {(sl[0], sl[1], sl[3]) for sl in out.slices}
         for fid, src in s_end.items():
-            out.flows.add((src, f_end[fid]))
+            out.flows.add((src if src in starts else _binding_slice(out.slices, src), f_end[fid]))
     return out
+
+
+def _binding_slice(slices: list, end: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The slice a JSON ``s`` binds to in viewers: the one starting there, else the innermost slice
+    of its thread enclosing it (msprof's Python path starts flows inside the launch call)."""
+    pid, tid, ns = end
+    inside = [s for s in slices if s[0] == pid and s[1] == tid and s[3] <= ns <= s[3] + s[4]]
+    if not inside:
+        return end
+    return (pid, tid, max(inside, key=lambda s: s[3])[3])
