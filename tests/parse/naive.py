@@ -99,6 +99,19 @@ def flip_batches(tasks: list[dict], flips: list[dict]) -> None:
             ti += 1
 
 
+def _cpp_rule(prof: Path) -> bool:
+    """msprof exports with its C++ analysis: platform_version 5 / 15 / 16 and drvVersion >= 0x072211
+    (the first result dir with an info.json; none: C++)."""
+    for info in [prof / "host" / "info.json", *sorted(prof.glob("device_*/info.json.*"))]:
+        try:
+            d = json.loads(info.read_text())
+            chip, drv = int(d.get("platform_version", -1)), int(d.get("drvVersion", 0) or 0)
+        except (OSError, ValueError, TypeError):
+            continue
+        return chip in (5, 15, 16) and drv >= 0x072211
+    return True
+
+
 def naive_tasks(prof: Path) -> list[tuple]:
     hd, dd = prof / "host", prof / "device_0"
     hc, dc = Clock(hd, False), Clock(dd, True)
@@ -106,8 +119,15 @@ def naive_tasks(prof: Path) -> list[tuple]:
     types = dictionary(hd / "data", "additional.type_info_dic")
     name = lambda h: hashes.get(h, str(h))  # noqa: E731
     # ---- APIs and events
-    apis, pending, conn = [], {}, 0
-    for r in host_records(hd / "data", "api_event.data", 40, "<HHIIIQQQ"):
+    # connection ids: msprof's C++ analysis numbers the records from 1 by (begin, level descending),
+    # its Python path from 0 in file order (and gives a task its Node call's id only)
+    cpp = _cpp_rule(prof)
+    records = host_records(hd / "data", "api_event.data", 40, "<HHIIIQQQ")
+    order = sorted(range(len(records)), key=lambda i: (records[i][5], -records[i][1], i))
+    number = {i: (rank + 1 if cpp else i) for rank, i in enumerate(order)}
+    apis, pending = [], {}
+    for conn_index, r in enumerate(records):
+        conn = number[conn_index]
         _, level, typ, thread, req, begin, end, item, _aging = r
         if end == 0xFFFFFFFFFFFFFFFF:
             key = (level, thread, typ, req, item)
@@ -120,7 +140,6 @@ def naive_tasks(prof: Path) -> list[tuple]:
         elif begin != 0 and end >= begin:
             apis.append(dict(level=level, thread=thread, start=hc.local(begin), end=hc.local(end), item=item, req=-1,
                              conn=conn))
-        conn += 1
     apis.sort(key=lambda a: a["conn"])
 
     def container(thread, s, e, rank, same=False):
@@ -185,7 +204,8 @@ def naive_tasks(prof: Path) -> list[tuple]:
                              op=op if op is not None else tname,
                              model=apis[model]["item"] if model is not None else INVALID,
                              req=apis[model]["req"] if model is not None else -1,
-                             conn=apis[node]["conn"] if node is not None else (apis[acl]["conn"] if acl is not None else -1)))
+                             conn=apis[node]["conn"] if node is not None else
+                             (apis[acl]["conn"] if acl is not None and cpp else -1)))
     flip_batches([h for h in host], flips)  # drvVersion >= 467473 in the generated data
 
     # ---- device
