@@ -222,7 +222,8 @@ class RowBuilder:
         for (w, lit, fill), off in zip(self._segs, offsets):
             if fill is not None:
                 fill(view[:, off:off + w], start, stop)
-        return view.tobytes().replace(b"\0", b"")
+        flat = view.reshape(-1)
+        return flat[flat != 0].tobytes()  # drop the NUL padding (a numpy mask: bytes.replace is per NUL)
 
     def chunks(self, chunk_rows: int = CHUNK_ROWS, workers: int | None = None) -> Iterator[bytes]:
         """The rows' text in order, ``chunk_rows`` rows per chunk.  With ``workers`` > 1, chunks
