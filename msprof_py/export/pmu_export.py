@@ -117,9 +117,10 @@ def _metric_texts(vals: np.ndarray, fmt: Any, hit: np.ndarray, total: int, order
     """One metric's op_summary cells, already in the final row order: ``fmt`` (elementwise) of
     each distinct value once, "N/A" for the rows without PMU data and the communication rows
     (not one Python string per task: 25 metrics x 500 k tasks made ~1 GB of them)."""
-    uniq, inv = np.unique(vals, return_inverse=True)
-    texts = np.asarray(fmt(uniq), dtype=object).astype(str).astype(object)
-    cats, remap = np.unique(np.append(texts, np.array(["N/A"], dtype=object)), return_inverse=True)
+    # distinct values by hashing (the order of the categories does not show in the output)
+    inv, uniq = pd.factorize(vals, use_na_sentinel=False)
+    texts = np.asarray(fmt(np.asarray(uniq)), dtype=object).astype(str).astype(object)
+    remap, cats = pd.factorize(np.append(texts, np.array(["N/A"], dtype=object)))
     codes = np.full(total, remap[-1], np.int64)
     codes[np.flatnonzero(hit)] = remap[:-1][inv.reshape(-1)]
     return pd.Categorical.from_codes(codes[order], categories=pd.Index(cats, dtype=object))
