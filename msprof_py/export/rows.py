@@ -181,6 +181,7 @@ def code_dtype(n: int) -> type:
 # adjacent categorical segments are joined into one (see RowBuilder._layout) while the joined
 # table stays small: at most this many distinct combinations, and at most one per 8 rows
 MERGE_MAX = 1 << 16
+MERGE_MAX_BYTES = 8 << 20  # and its padded table (kept while the rows are written) under 8 MiB
 
 
 def _merge_cats(a: tuple[np.ndarray, list[bytes]], sep: bytes,
@@ -190,19 +191,20 @@ def _merge_cats(a: tuple[np.ndarray, list[bytes]], sep: bytes,
     (ca, ta), (cb, tb) = a, b
     if len(ta) * len(tb) >= 1 << 62:
         return None
+    width = max(map(len, ta), default=0) + len(sep) + max(map(len, tb), default=0)
     key = ca.astype(np.int64) * len(tb) + cb
     if len(ta) * len(tb) <= max(1 << 20, 4 * n):  # few possible pairs: mark the ones used
         used = np.zeros(len(ta) * len(tb), dtype=bool)
         used[key] = True
         uniq = np.flatnonzero(used)
-        if len(uniq) > min(MERGE_MAX, max(256, n // 8)):
+        if len(uniq) > min(MERGE_MAX, max(256, n // 8)) or len(uniq) * width > MERGE_MAX_BYTES:
             return None
         code_of = np.zeros(len(used), dtype=code_dtype(len(uniq)))
         code_of[uniq] = np.arange(len(uniq))
         codes = code_of[key]
     else:
         codes, uniq = pd.factorize(key, sort=False)
-        if len(uniq) > min(MERGE_MAX, max(256, n // 8)):
+        if len(uniq) > min(MERGE_MAX, max(256, n // 8)) or len(uniq) * width > MERGE_MAX_BYTES:
             return None
     ia, ib = np.divmod(np.asarray(uniq, dtype=np.int64), len(tb))
     texts = [ta[x] + sep + tb[y] for x, y in zip(ia.tolist(), ib.tolist())]
