@@ -18,12 +18,15 @@ not change any value; they say that a value is wrong and where the first one is.
 | a kernel name missing from hash_dic       | registry.KindReader.parts (task_track)      |
 | an API ending before it starts            | registry.KindReader.parts (api_event)       |
 | a device task ending before it starts     | device.load_device (paired STARS logs)      |
+| a slice missing while its .done / .complete| registry.KindReader (every data dir)        |
+|   marker file is there (removed, renamed)  |                                             |
 | a time outside the collection window      | host.load_host, device.load_device          |
 | device tasks with no host task at all     | join.join_device (task_track missing)       |
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
 WINDOW_SLACK_NS = 3600 * 10**9  # an hour either side: clock skew and late flushes are not corruption
 DONE_RE = re.compile(rb"filesize\s*:\s*(\d+)")
 HEAD_BYTES = 4096
+MARKERS = (".done", ".complete")  # msprof's files written after a slice is complete
 SLICE_RE = re.compile(r"slice_(\d+)$")
 # host record kinds with a count field and the capacity of the array it counts
 DECLARED_COUNTS = {"additional.context_id_info": ("ctx_id_num", 55), "additional.tensor_info": ("tensor_num", 5),
@@ -91,6 +95,23 @@ def check_done(paths: list[Path], sizes: list[int], warnings: WarningLog) -> Non
         path, size, declared = bad[0]
         warnings.tally("slices whose size differs from their .done file", len(bad),
                        f"{path} byte {min(size, declared)} ({size} bytes, .done says {declared})")
+
+
+def check_markers(data_dir: Path, warnings: WarningLog, slice_re: re.Pattern) -> None:
+    """Slices whose ``.done`` / ``.complete`` marker is in ``data_dir`` but the slice itself is
+    not: msprof writes the marker after its slice, so the slice was removed or renamed and its
+    records are missing (an optional kind removed whole would otherwise go unnoticed).
+    ``slice_re``: the names of this side's raw slices (raw.files)."""
+    try:
+        names = set(os.listdir(data_dir))
+    except OSError:
+        return
+    missing = sorted({base for n in names for suffix in MARKERS if n.endswith(suffix)
+                      and slice_re.match(base := n[:-len(suffix)]) and base not in names})
+    if missing:
+        marker = next(f"{missing[0]}{s}" for s in MARKERS if f"{missing[0]}{s}" in names)
+        warnings.tally("slices missing although their .done / .complete file is there (removed or renamed? "
+                       "their records are missing)", len(missing), f"{data_dir / missing[0]} (only {marker} found)")
 
 
 def _done_size(path: Path) -> int | None:

@@ -57,6 +57,22 @@ def test_clean_seeds_raise_no_plausibility_warning(seed: Path) -> None:
     assert len(got) == len(want) and all(str(g).startswith(w) for g, w in zip(got, want)), got
 
 
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Our collector's output (with msprof's .done files), one small run per workload shape."""
+    from msprof_py.collect import collect
+
+    out = tmp_path_factory.mktemp("collected")
+    return {name: Path(collect(name, output=out / name, seed=1, fixed_clock=True, **kw).prof_dir)
+            for name, kw in (("single_op", {"iterations": 1}), ("resnet50", {"iterations": 1, "devices": 2}),
+                             ("bert", {"iterations": 1}))}
+
+
+def test_collected_runs_raise_no_plausibility_warning(collected: dict[str, Path]) -> None:
+    for name, prof in collected.items():
+        assert _tallies(prof) == [], name
+
+
 def _api_slice(prof: Path) -> Path:
     return next(p for p in sorted((prof / "host/data").iterdir())
                 if p.name.startswith("aging.api_event.data.slice_") and not p.name.endswith(".done"))
@@ -201,3 +217,23 @@ def test_dictionary_cut_short(tmp_path: Path, dictionary: str) -> None:
     path.write_bytes(path.read_bytes()[:size - 3])
     msgs = [m for m in _tallies(prof) if "size differs from their .done file" in m]
     assert len(msgs) == 1 and f"{dictionary} byte {size - 3} ({size - 3} bytes, .done says {size})" in msgs[0]
+
+
+@pytest.mark.parametrize("kind", ["aging.compact.node_basic_info.slice_0", "aging.compact.memcpy_info.slice_0",
+                                  "aging.api_event.data.slice_0"])
+def test_slice_removed_but_its_done_file_left(collected: dict[str, Path], tmp_path: Path, kind: str) -> None:
+    # a whole kind removed (optional kinds, or a run's only api_event slice) decoded as "absent"
+    # with no word; msprof's .done marker written after the slice shows that it was there
+    src = collected["bert"]
+    prof = shutil.copytree(src, tmp_path / src.name)
+    (prof / "host/data" / kind).unlink()
+    (msg,) = [m for m in _tallies(prof) if "slices missing although their .done" in m]
+    assert f"1 found, the first at {prof / 'host/data' / kind} (only {kind}.done found)" in msg
+
+
+def test_renamed_device_slice_leaves_its_done_file(tmp_path: Path) -> None:
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    dev = prof / "device_0/data"
+    (dev / "stars_soc.data.0.slice_0").rename(dev / "stars_soc.data.0.slice_7")
+    (msg,) = [m for m in _tallies(prof) if "slices missing although their .done" in m]
+    assert "1 found" in msg and "device_0/data/stars_soc.data.0.slice_0 (only stars_soc.data.0.slice_0.done" in msg
