@@ -2,6 +2,7 @@
 and the clean seeds that must not trigger any: one warning per kind, naming the first place."""
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -237,3 +238,30 @@ def test_renamed_device_slice_leaves_its_done_file(tmp_path: Path) -> None:
     (dev / "stars_soc.data.0.slice_0").rename(dev / "stars_soc.data.0.slice_7")
     (msg,) = [m for m in _tallies(prof) if "slices missing although their .done" in m]
     assert "1 found" in msg and "device_0/data/stars_soc.data.0.slice_0 (only stars_soc.data.0.slice_0.done" in msg
+
+
+def _set_log(path: Path, key: str, value: str) -> None:
+    path.write_text(re.sub(rf"^{key}:.*$", f"{key}: {value}", path.read_text(), flags=re.M))
+
+
+@pytest.mark.parametrize("log,key", [("host/host_start.log", "cntvct"), ("device_0/dev_start.log.0", "cntvct"),
+                                     ("device_0/host_start.log.0", "clock_monotonic_raw")])
+def test_start_log_counter_and_monotonic_clock_disagree(prof: Path, log: str, key: str) -> None:
+    # cntvct = 0 shifted every host (device) time by the uptime, an hour on the fixture: inside
+    # the window's slack, so nothing else noticed
+    _set_log(prof / log, key, "0")
+    msgs = [m for m in _tallies(prof) if "counter and monotonic clock disagree" in m]
+    assert len(msgs) == 1 and f"{prof / log}: cntvct " in msgs[0], msgs
+
+
+def test_start_info_and_start_log_far_apart(prof: Path) -> None:
+    path = prof / "device_0/start_info.0"
+    path.write_text(path.read_text().replace('"clockMonotonicRaw": "3600000000000"', '"clockMonotonicRaw": "0"'))
+    (msg,) = [m for m in _tallies(prof) if "start_info and host_start.log taken far apart" in m]
+    assert f"{path}: clockMonotonicRaw 0.000 s, host_start.log.0 clock_monotonic_raw 3600.000 s" in msg
+
+
+def test_real_start_log_with_zeroed_counter(tmp_path: Path) -> None:
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    _set_log(prof / "host/host_start.log", "cntvct", "0")
+    assert any("counter and monotonic clock disagree" in m for m in _tallies(prof))
