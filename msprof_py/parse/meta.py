@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 import json
+import re
 
 import numpy as np
 import orjson
@@ -72,6 +73,7 @@ DEVICE_INFO_KEYS: dict[str, _Check] = {
     "aiv_num": (lambda v: _int_in(v, 0, 65535), "a core count (0 .. 65535)"),
 }
 CPU_KEYS: dict[str, _Check] = {"Frequency": (_mhz, "a frequency in MHz (0 .. 100000]")}
+META_NAMES_RE = re.compile("|".join(p.pattern for p in raw_files.META_RE.values()))
 START_KEYS: dict[str, _Check] = {  # both required: msprof cannot place anything in time without them
     "collectionTimeBegin": (lambda v: _int_in(v, 0, US_MAX), "a time in us (0 .. 2^63/1000)"),
     "clockMonotonicRaw": (lambda v: _int_in(v, 0, I64_MAX), "a time in ns (0 .. 2^63-1)"),
@@ -377,6 +379,7 @@ def load_result_dir(path: Path, warnings: WarningLog) -> ResultDir:
                       "overflows 64-bit ns with this frequency; file ignored")
         rd.host_start = None
     _check_sync(rd, start_file, warnings)
+    plausible.check_markers(path, warnings, META_NAMES_RE)
     if not rd.end_info:
         warnings.warn(f"{path}: no end_info (collection was interrupted?); collection end unknown")
     if rd.host_start is None:

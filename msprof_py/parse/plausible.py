@@ -18,8 +18,8 @@ not change any value; they say that a value is wrong and where the first one is.
 | a kernel name missing from hash_dic       | registry.KindReader.parts (task_track)      |
 | an API ending before it starts            | registry.KindReader.parts (api_event)       |
 | a device task ending before it starts     | device.load_device (paired STARS logs)      |
-| a slice missing while its .done / .complete| registry.KindReader (every data dir)        |
-|   marker file is there (removed, renamed)  |                                             |
+| a slice or metadata file missing while its | registry.KindReader (every data dir),       |
+|   .done / .complete marker is there        |   meta.load_result_dir (host/, device_N/)   |
 | a time outside the collection window      | host.load_host, device.load_device          |
 | a start log whose cntvct and monotonic     | meta.load_result_dir                        |
 |   clock disagree; start_info and the start |                                             |
@@ -106,21 +106,22 @@ def check_done(paths: list[Path], sizes: list[int], warnings: WarningLog) -> Non
                        f"{path} byte {min(size, declared)} ({size} bytes, .done says {declared})")
 
 
-def check_markers(data_dir: Path, warnings: WarningLog, slice_re: re.Pattern) -> None:
-    """Slices whose ``.done`` / ``.complete`` marker is in ``data_dir`` but the slice itself is
-    not: msprof writes the marker after its slice, so the slice was removed or renamed and its
-    records are missing (an optional kind removed whole would otherwise go unnoticed).
-    ``slice_re``: the names of this side's raw slices (raw.files)."""
+def check_markers(data_dir: Path, warnings: WarningLog, name_re: re.Pattern) -> None:
+    """Files whose ``.done`` / ``.complete`` marker is in ``data_dir`` but the file itself is not:
+    msprof writes the marker after its file, so the file was removed or renamed and what it held
+    is missing (an optional kind or sample.json removed whole would otherwise go unnoticed).
+    ``name_re``: the names checked (raw.files: this side's raw slices, or the metadata files).
+    All such files of a PROF dir count as one kind of problem."""
     try:
         names = set(os.listdir(data_dir))
     except OSError:
         return
     missing = sorted({base for n in names for suffix in MARKERS if n.endswith(suffix)
-                      and slice_re.match(base := n[:-len(suffix)]) and base not in names})
+                      and name_re.match(base := n[:-len(suffix)]) and base not in names})
     if missing:
         marker = next(f"{missing[0]}{s}" for s in MARKERS if f"{missing[0]}{s}" in names)
-        warnings.tally("slices missing although their .done / .complete file is there (removed or renamed? "
-                       "their records are missing)", len(missing), f"{data_dir / missing[0]} (only {marker} found)")
+        warnings.tally("files missing although their .done / .complete marker is there (removed or renamed? "
+                       "what they held is missing)", len(missing), f"{data_dir / missing[0]} (only {marker} found)")
 
 
 def _done_size(path: Path) -> int | None:

@@ -228,7 +228,7 @@ def test_slice_removed_but_its_done_file_left(collected: dict[str, Path], tmp_pa
     src = collected["bert"]
     prof = shutil.copytree(src, tmp_path / src.name)
     (prof / "host/data" / kind).unlink()
-    (msg,) = [m for m in _tallies(prof) if "slices missing although their .done" in m]
+    (msg,) = [m for m in _tallies(prof) if "files missing although their .done / .complete marker" in m]
     assert f"1 found, the first at {prof / 'host/data' / kind} (only {kind}.done found)" in msg
 
 
@@ -236,7 +236,7 @@ def test_renamed_device_slice_leaves_its_done_file(tmp_path: Path) -> None:
     prof = shutil.copytree(REAL, tmp_path / REAL.name)
     dev = prof / "device_0/data"
     (dev / "stars_soc.data.0.slice_0").rename(dev / "stars_soc.data.0.slice_7")
-    (msg,) = [m for m in _tallies(prof) if "slices missing although their .done" in m]
+    (msg,) = [m for m in _tallies(prof) if "files missing although their .done / .complete marker" in m]
     assert "1 found" in msg and "device_0/data/stars_soc.data.0.slice_0 (only stars_soc.data.0.slice_0.done" in msg
 
 
@@ -265,3 +265,12 @@ def test_real_start_log_with_zeroed_counter(tmp_path: Path) -> None:
     prof = shutil.copytree(REAL, tmp_path / REAL.name)
     _set_log(prof / "host/host_start.log", "cntvct", "0")
     assert any("counter and monotonic clock disagree" in m for m in _tallies(prof))
+
+
+@pytest.mark.parametrize("name", ["host/sample.json", "device_0/sample.json", "device_0/end_info.0"])
+def test_metadata_file_removed_but_its_done_file_left(tmp_path: Path, name: str) -> None:
+    # sample.json removed from a real capture changed 400 task types (N/A -> AI_CPU) with no word
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    (prof / name).unlink()
+    (msg,) = [m for m in _tallies(prof) if "files missing although their .done / .complete marker" in m]
+    assert f"1 found, the first at {prof / name} (only {Path(name).name}.done found)" in msg
