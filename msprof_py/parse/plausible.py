@@ -21,6 +21,7 @@ not change any value; they say that a value is wrong and where the first one is.
 | a slice or metadata file missing while its | registry.KindReader (every data dir),       |
 |   .done / .complete marker is there        |   meta.load_result_dir (host/, device_N/)   |
 | a time outside the collection window      | host.load_host, device.load_device          |
+| tensor_info without any node_basic_info    | host.load_host (REQUIRES)                   |
 | a start log whose cntvct and monotonic     | meta.load_result_dir                        |
 |   clock disagree; start_info and the start |                                             |
 |   log taken far apart (the sync point that |                                             |
@@ -55,6 +56,21 @@ SLICE_RE = re.compile(r"slice_(\d+)$")
 # host record kinds with a count field and the capacity of the array it counts
 DECLARED_COUNTS = {"additional.context_id_info": ("ctx_id_num", 55), "additional.tensor_info": ("tensor_num", 5),
                    "additional.fusion_op_info": ("fusion_op_num", 8)}
+
+
+# kind -> the kind it describes: the first is never written without the second (shared/realdata:
+# 23 of 23 host dirs with tensor_info have node_basic_info; level0 captures have neither)
+REQUIRES = {"additional.tensor_info": "compact.node_basic_info"}
+
+
+def check_companions(kinds, warnings: WarningLog) -> None:
+    """A kind present without the kind it describes (``REQUIRES``): the other was removed, and
+    what it gave (op names, types, shapes joined to tasks) is missing.  ``kinds``: the data
+    dir's registry.KindReader."""
+    for tag, needs in REQUIRES.items():
+        if kinds.present(tag) and not kinds.present(needs):
+            warnings.tally("raw kinds present without the kind they describe (removed? op names and types are "
+                           "missing)", 1, f"{kinds.label(tag)} byte 0 ({needs} absent)")
 
 
 def check_slices(stream: "Stream", sizes: list[int], itemsize: int, maps: list[np.ndarray],

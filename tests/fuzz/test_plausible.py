@@ -274,3 +274,12 @@ def test_metadata_file_removed_but_its_done_file_left(tmp_path: Path, name: str)
     (prof / name).unlink()
     (msg,) = [m for m in _tallies(prof) if "files missing although their .done / .complete marker" in m]
     assert f"1 found, the first at {prof / name} (only {Path(name).name}.done found)" in msg
+
+
+def test_tensor_info_without_node_basic_info(prof: Path) -> None:
+    # node_basic_info removed from a dir without .done files (the fixture, old 310B captures):
+    # op names and types of every task fell back to the task type with no word
+    for p in (prof / "host/data").glob("*.node_basic_info.slice_*"):
+        p.unlink()
+    (msg,) = [m for m in _tallies(prof) if "raw kinds present without the kind they describe" in m]
+    assert "1 found, the first at " in msg and "tensor_info.slice_0 byte 0 (compact.node_basic_info absent)" in msg
