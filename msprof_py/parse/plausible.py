@@ -15,7 +15,9 @@ not change any value; they say that a value is wrong and where the first one is.
 | a record declaring more ids than it holds | registry.KindReader.parts (host records)    |
 | an op name / API type missing from the    | registry.KindReader.parts (node_basic_info, |
 |   hash_dic / type_info_dic dictionaries   |   api_event)                                |
-| a kernel name missing from hash_dic       | registry.KindReader.parts (task_track)      |
+| a kernel name missing from hash_dic, a    | registry.KindReader.parts (task_track,      |
+|   task type missing from type_info_dic, an |   node_basic_info)                          |
+|   op type missing from hash_dic            |                                             |
 | an API ending before it starts            | registry.KindReader.parts (api_event)       |
 | a device task ending before it starts     | device.load_device (paired STARS logs)      |
 | a slice or metadata file missing while its | registry.KindReader (every data dir),       |
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from msprof_py.errors import WarningLog
+from msprof_py.raw.common import LEVEL_RUNTIME
 
 if TYPE_CHECKING:
     from msprof_py.parse.reader import Stream
@@ -162,6 +165,11 @@ def check_records(tag: str, parts, ctx) -> None:
             path, off = parts.where(int(miss[0]))
             warnings.tally("op records whose name is not in hash_dic (hash_dic missing or damaged? names shown as "
                            "numbers)", len(miss), f"{path} byte {off}")
+        miss = np.flatnonzero(~np.isin(parts.col("op_type", np.uint64), known))
+        if len(miss):
+            path, off = parts.where(int(miss[0]))
+            warnings.tally("op records whose op type is not in hash_dic (a damaged record or hash_dic? op types "
+                           "shown as numbers)", len(miss), f"{path} byte {off}")
     if tag == "compact.task_track":
         # 0 = no kernel (a memcpy, an event); any other hash must be in hash_dic, or the task's
         # op name falls back to its runtime type (Ascend C kernels launched directly)
@@ -171,6 +179,15 @@ def check_records(tag: str, parts, ctx) -> None:
             path, off = parts.where(int(miss[0]))
             warnings.tally("runtime task records whose kernel name is not in hash_dic (hash_dic missing or "
                            "damaged? kernel names shown as N/A)", len(miss), f"{path} byte {off}")
+    if tag == "compact.task_track" and ctx.dicts.types:
+        # the runtime task type names come from type_info_dic at level 5000 (raw.common.LEVEL_RUNTIME);
+        # no dictionary at all is reported once, for the API records
+        known = _u64(t for lv, t in ctx.dicts.types if lv == LEVEL_RUNTIME and 0 <= t < 2**32)
+        miss = np.flatnonzero(~np.isin(parts.col("task_type", np.uint64) & np.uint64(0xFFFFFFFF), known))
+        if len(miss):
+            path, off = parts.where(int(miss[0]))
+            warnings.tally("runtime task records whose task type is not in type_info_dic (a damaged record or "
+                           "type_info_dic? task types shown as numbers)", len(miss), f"{path} byte {off}")
     if tag == "api_event.data":
         known = _u64((lv << 32) | t for lv, t in ctx.dicts.types if 0 <= lv < 2**32 and 0 <= t < 2**32)
         key = (parts.col("level", np.uint64) << np.uint64(32)) | parts.col("type", np.uint64)

@@ -13,7 +13,7 @@ import pytest
 from msprof_py.errors import WarningLog
 from msprof_py.parse import plausible, reader
 from msprof_py.parse.session import load
-from msprof_py.raw import api_event, context_id_info, stars_soc
+from msprof_py.raw import api_event, context_id_info, node_basic_info, stars_soc, task_track
 
 ROOT = Path(__file__).parents[2]
 FIXTURE = next((ROOT / "fixtures" / "prof_small").glob("PROF_*"))
@@ -283,3 +283,20 @@ def test_tensor_info_without_node_basic_info(prof: Path) -> None:
         p.unlink()
     (msg,) = [m for m in _tallies(prof) if "raw kinds present without the kind they describe" in m]
     assert "1 found, the first at " in msg and "tensor_info.slice_0 byte 0 (compact.node_basic_info absent)" in msg
+
+
+def test_op_type_missing_from_hash_dic(prof: Path) -> None:
+    # a flipped bit in node_basic_info's op_type: "FastGelu" became a 19-digit number with no word
+    path, off = _record(prof, "host", node_basic_info.FILE_TAG, node_basic_info.DTYPE, 0)
+    _patch(path, off + node_basic_info.DTYPE.fields["op_type"][1], "<Q", 12345)
+    (msg,) = [m for m in _tallies(prof) if "op type is not in hash_dic" in m]
+    assert f"1 found, the first at {path} byte {off}" in msg
+
+
+def test_task_type_missing_from_type_info_dic(tmp_path: Path) -> None:
+    # a flipped bit in task_track's task_type: the task's type (and op name) became a number
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    path, off = _record(prof, "host", task_track.FILE_TAG, task_track.DTYPE, 1)
+    _patch(path, off + task_track.DTYPE.fields["task_type"][1], "<I", 0x7FFF)
+    (msg,) = [m for m in _tallies(prof) if "task type is not in type_info_dic" in m]
+    assert f"1 found, the first at {path} byte {off}" in msg
