@@ -218,6 +218,12 @@ def write_crash(out: Path, n: int, r: CaseResult, seeds: list[Seed], rng_seed: i
     (d / "traceback.txt").write_text(f"{r.where}\n\n{r.message}")
 
 
+def log_changed(out: Path, r: CaseResult, seeds: list[Seed]) -> None:
+    """Append a silent case with changed values to ``OUT/silent_changed.jsonl`` (replayable)."""
+    with open(out / "silent_changed.jsonl", "a") as f:
+        f.write(json.dumps({"index": r.index, "seed": str(seeds[r.seed].path), "mutations": r.mutations}) + "\n")
+
+
 def write_summary(args, tally: Tally, legs: list[dict], seeds: list[Seed]) -> None:
     seconds = sum(leg["seconds"] for leg in legs)
     data = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": legs[-1]["machine"],
@@ -339,9 +345,7 @@ def campaign(args, work: Path) -> int:
             if tally.add(r):
                 write_crash(args.out, len(tally.sites), r, seeds, args.seed)
             if r.changed:
-                with open(args.out / "silent_changed.jsonl", "a") as f:
-                    f.write(json.dumps({"index": r.index, "seed": str(seeds[r.seed].path),
-                                        "mutations": r.mutations}) + "\n")
+                log_changed(args.out, r, seeds)
             now = time.time()
             leg["cases_to"], leg["seconds"] = tally.cases, round(now - t0, 1)
             if tally.cases % SUMMARY_EVERY == 0 or now - last > SUMMARY_SECONDS:
