@@ -122,9 +122,10 @@ def concat_rows(parts: list[pd.DataFrame], sort_by: list[str] | None = None) -> 
             return np.concatenate([np.asarray(a) for a in arrays])
         return pd.concat([p[c] for p in parts], ignore_index=True).array
 
-    order = np.lexsort([np.asarray(joined(c)) for c in reversed(sort_by)]) if sort_by else None
+    keys = {c: joined(c) for c in sort_by or ()}
+    order = np.lexsort([np.asarray(keys[c]) for c in reversed(sort_by)]) if sort_by else None
     out = {}
     for c in parts[0].columns:
-        col = joined(c)
+        col = keys.pop(c) if c in keys else joined(c)
         out[c] = col if order is None else (col.take(order) if not isinstance(col, np.ndarray) else col[order])
     return frame(out)
