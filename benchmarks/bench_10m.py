@@ -229,7 +229,10 @@ def main() -> None:
     ref = [r for r in results if r[0] == "1M"]
     per = big[3].wall_s / big[1] * 1e6
     ref_per = ref[0][3].wall_s / ref[0][1] * 1e6 if ref else args.ref_per_mtask
-    if ref_per:
+    if big[3].killed or big[3].rc != 0:
+        print(f"\n10M export did not finish ({'killed past --max-rss-mb' if big[3].killed else f'exit {big[3].rc}'}): "
+              "no time per task")
+    elif ref_per:
         cpu_note = (f"; CPU per task {big[3].cpu_s / big[1] / (ref[0][3].cpu_s / ref[0][1]):.2f}x" if ref else "")
         print(f"\n10M wall per task = {per / ref_per:.2f}x the 1M run's (acceptance: <= 1.2x){cpu_note}")
     print(f"10M peak RSS (tree) {big[3].tree_peak_mb:,.0f} MB (acceptance: < 2,048 MB)"
