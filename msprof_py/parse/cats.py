@@ -113,6 +113,8 @@ def concat_rows(parts: list[pd.DataFrame], sort_by: list[str] | None = None) -> 
     ``sort_values`` copied every row twice and held both copies at once (the task table of a
     PROF dir: ~125 MB per million tasks each)."""
     parts = [p for p in parts if len(p)] or parts[:1]
+    if len(parts) == 1 and not sort_by:
+        return parts[0]
 
     def joined(c: str):
         arrays = [p[c].array for p in parts]
