@@ -28,9 +28,9 @@ from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, device_ids, of_device
 from msprof_py.export.summary_format import _stats, dbl, i64, quoted, stem, text  # noqa: F401  (re-exported)
 from msprof_py.export.table_writer import Col, write_table
-from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names,
-                                    info_types, is_level0, legacy_layout, op_info, shown_task_types, shown_tasks,
-                                    span_durations, summary_tasks, task_time_tasks, task_types)
+from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cat_isin, cat_where, cpp_export, info_names,
+                                    info_types, is_level0, legacy_layout, na_cat, op_info, shown_task_types,
+                                    shown_tasks, span_durations, summary_tasks, task_time_tasks, task_types)
 from msprof_py.export.wait_time import cpp_wait_texts
 from msprof_py.parse.session import Session
 
@@ -53,6 +53,17 @@ COMM_STATISTIC_HEADER = ["Device_id", "OP Type", "Count", "Total Time(us)", "Min
 FUSION_OP_HEADER = ["Device_id", "Model Name", "Model ID", "Fusion Op", "Original Ops", "Memory Input(KB)",
                     "Memory Output(KB)", "Memory Weight(KB)", "Memory Workspace(KB)", "Memory Total(KB)"]
 
+# the task columns op_summary reads (its rows copy only these)
+OP_SUMMARY_TASK_COLUMNS = [
+    "model_id", "task_id", "stream_id", "context_id", "start_ns", "dur_ns", "op_name", "op_type", "task_type",
+    "host_task_type", "device_task_type", "kernel_name", "op_state", "block_num", "mix_block_num", "hf32_eligible",
+    "input_shapes", "input_data_types", "input_formats", "output_shapes", "output_data_types", "output_formats"]
+
+# the task columns task_time reads
+TASK_TIME_TASK_COLUMNS = [
+    "match", "op_type", "op_name", "kernel_name", "task_type", "host_task_type", "device_task_type", "stream_id",
+    "task_id", "start_ns", "dur_ns", "span_ns"]
+
 HOST_DEVICE_ID = 64  # msprof's host "device"
 
 _as_cat = as_cat
@@ -67,7 +78,7 @@ class OpSummary:
 
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        t = summary_tasks(session, dev)
+        t = summary_tasks(session, dev, OP_SUMMARY_TASK_COLUMNS)
         comm = of_device(session.communication, dev)
         n_t, n_c = len(t), len(comm)
         if n_t + n_c == 0:
@@ -160,7 +171,7 @@ class OpStatistic:
 
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        t = summary_tasks(session, dev)
+        t = summary_tasks(session, dev, ["op_type", "task_type", "device_task_type", "dur_ns"])
         if len(t) == 0:
             return []
         op_type = as_cat(t["op_type"])
@@ -270,19 +281,17 @@ class TaskTime:
 
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        t = task_time_tasks(session, dev)
+        t = task_time_tasks(session, dev, TASK_TIME_TASK_COLUMNS)
         if len(t) == 0:
             return []
         # kernel_name: the host task's kernel name ("N/A" for non-kernel tasks); a device-only task:
         # its TaskInfo op name, else N/A (msprof's TaskTimeAssembler)
-        no_host = (t["match"].astype(str) == "device_only").to_numpy()
-        kern = cat_where(no_host, cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]), as_cat(np.full(len(t), "N/A",
-                                                                                                    dtype=object)),
-                                            info_names(t)), as_cat(t["kernel_name"]))
+        no_host = cat_isin(as_cat(t["match"]), ["device_only"])
+        kern = cat_where(no_host, cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]), na_cat(len(t)), info_names(t)),
+                         as_cat(t["kernel_name"]))
         kind = shown_task_types(t, is_level0(session))
         if not cpp_export(session):  # msprof's Python path: the op name (else N/A), the runtime task type
-            kern = cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]),
-                             as_cat(np.full(len(t), "N/A", dtype=object)), as_cat(t["op_name"]))
+            kern = cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]), na_cat(len(t)), as_cat(t["op_name"]))
             kind = ascend_task_types(t)
         start, span = i64(t["start_ns"]), span_durations(t)
         # the C++ analysis shows the start and its end (start + op_summary's duration); the Python

@@ -4,6 +4,7 @@ Selections only; no time is computed here.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,11 @@ def as_cat(col: Any) -> pd.Categorical:
         return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
     uniq, inverse = np.unique(np.array(cats, dtype=object), return_inverse=True)  # dedupe categories
     return pd.Categorical.from_codes(inverse[codes], categories=pd.Index(list(uniq), dtype=object))
+
+
+def na_cat(n: int) -> pd.Categorical:
+    """``n`` rows of "N/A" (no per-row string)."""
+    return pd.Categorical.from_codes(np.zeros(n, np.int8), categories=pd.Index(["N/A"], dtype=object))
 
 
 def cat_where(cond: np.ndarray, a: pd.Categorical, b: pd.Categorical) -> pd.Categorical:
@@ -210,13 +216,16 @@ def shown_task_types(t: pd.DataFrame, level0: bool) -> pd.Categorical:
     return cat_where(use_info, info_tt, ascend_task_types(t))
 
 
-def task_time_tasks(session: Session, device_id: int) -> pd.DataFrame:
+def task_time_tasks(session: Session, device_id: int, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """task_time's rows (msprof's FilterAscendTaskData): every executed task; where several rows
     share (stream, task, batch) and a context 0 row comes before any other sub-task (a MIX
-    kernel), only the context 0 rows.  Ordered by start time."""
+    kernel), only the context 0 rows.  Ordered by start time.  ``columns``: only these (plus
+    the ones the rule reads)."""
     t = session.tasks
     start = t["start_ns"].to_numpy(dtype=np.int64)
     rows = np.flatnonzero((t["device_id"].to_numpy(dtype=np.int64) == device_id) & (start >= 0))
+    if columns is not None:
+        t = t[list(dict.fromkeys([*columns, "stream_id", "task_id", "batch_id", "context_id"]))]
     t = t.take(rows[np.lexsort((t["stream_id"].to_numpy(np.int64)[rows], start[rows]))])  # one copy
     ctx = t["context_id"].to_numpy(dtype=np.int64)
     if not (ctx == 0).any():
@@ -232,14 +241,28 @@ def task_time_tasks(session: Session, device_id: int) -> pd.DataFrame:
     return t[~in_mix | (ctx == 0)]
 
 
-def summary_tasks(session: Session, device_id: int) -> pd.DataFrame:
+def summary_rows(session: Session, device_id: int) -> np.ndarray:
+    """Positions in ``session.tasks`` of :func:`summary_tasks`, in its order: the rows are chosen
+    on the few (categorical) columns the rule reads; no task row is copied."""
+    rows = shown_rows(session, device_id)
+    if len(rows) == 0:
+        return rows
+    t = session.tasks
+    light = pd.DataFrame({c: t[c].take(rows).reset_index(drop=True) for c in _SUMMARY_RULE_COLUMNS})
+    return rows[~cat_isin(task_types(light), SUMMARY_DROPPED_TYPES) & op_info(light)]
+
+
+# what op_info and task_types read
+_SUMMARY_RULE_COLUMNS = ("op_name", "op_type", "task_type", "host_task_type", "device_task_type", "kernel_name")
+
+
+def summary_tasks(session: Session, device_id: int, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """The task rows of op_summary: :func:`shown_tasks` that have a TaskInfo (:func:`op_info`),
     minus WRITE_BACK/INVALID/HCCL task types (msprof's OpSummaryAssembler).  Tasks without one
-    (memcpy, events, PROFILING_ENABLE...) are in task_time and the timeline only."""
-    t = shown_tasks(session, device_id)
-    if len(t) == 0:
-        return t
-    return t[~cat_isin(task_types(t), SUMMARY_DROPPED_TYPES) & op_info(t)]
+    (memcpy, events, PROFILING_ENABLE...) are in task_time and the timeline only.  ``columns``:
+    only these columns (the copy an exporter holds is then only what it reads)."""
+    t = session.tasks if columns is None else session.tasks[list(columns)]
+    return t.take(summary_rows(session, device_id))
 
 
 def span_durations(t: pd.DataFrame) -> np.ndarray:
