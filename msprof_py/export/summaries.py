@@ -62,7 +62,7 @@ OP_SUMMARY_TASK_COLUMNS = [
 # the task columns task_time reads
 TASK_TIME_TASK_COLUMNS = [
     "match", "op_type", "op_name", "kernel_name", "task_type", "host_task_type", "device_task_type", "stream_id",
-    "task_id", "start_ns", "dur_ns", "span_ns"]
+    "task_id", "start_ns", "dur_ns", "span_ns", "cut_start_ns"]
 
 HOST_DEVICE_ID = 64  # msprof's host "device"
 
@@ -299,7 +299,7 @@ class TaskTime:
         if cpp_export(session):
             stop = start + i64(t["dur_ns"])
         else:
-            start = i64(t["cut_start_ns"]) if "cut_start_ns" in t else start
+            start = i64(t["cut_start_ns"])
             stop = start + span
         cols = [Col.ints(np.full(len(t), dev)), Col.text(kern),
                 Col.text(kind), Col.ints(t["stream_id"]), Col.ints(t["task_id"]),
