@@ -9,10 +9,12 @@ exporting twice gives the same names and the same bytes.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,9 +27,11 @@ from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, W
 from msprof_py.export import base
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
 from msprof_py.export.session_access import device_ids
+from msprof_py.export.views import cpp_export
 from msprof_py.memory import release_freed_memory, trim
 from msprof_py.parse import cache
 from msprof_py.parse.session import Session
+from msprof_py.parse.source import ProfSource, replay
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 LOG_DIR = "mindstudio_profiler_log"
@@ -127,7 +131,11 @@ def export(path: str | Path, options: ExportOptions,
 
     Returns the files written (with sizes) and the warnings to print once at the end.  ``after``
     is called with each PROF dir and its whole (unselected) session once that dir is exported,
-    so later stages (advice) reuse the loaded session instead of parsing again.
+    so later stages (advice) reuse the parse instead of parsing again.
+
+    Without a ``loader``, an all-iterations text or db export reads one device at a time
+    (:func:`_export_streamed`); a selected iteration, the perfetto trace or a given ``loader``
+    work on the whole session.
     """
     import msprof_py.export  # noqa: F401  (registers every exporter)
 
@@ -138,11 +146,25 @@ def export(path: str | Path, options: ExportOptions,
     layers = read_reports(Path(options.reports), result.warnings) if options.reports is not None else None
     profs = (finder or _default_finder)(Path(path))
     for prof in profs:
-        session = _export_prof(Path(prof), options, loader or _default_loader, layers, result)
+        session = None
+        if loader is None and streamable(options):
+            session = _export_streamed(Path(prof), options, layers, result, want_session=after is not None)
+        else:
+            session = _export_prof(Path(prof), options, loader or _default_loader, layers, result)
         if after is not None:
-            after(Path(prof), session)
+            after(Path(prof), session if session is not None else _default_loader(Path(prof)))
         del session  # one PROF dir's tables in memory at a time
     return result
+
+
+STREAM_ENV = "MSPROF_PY_STREAM"  # "0": export from the whole session (for comparisons)
+
+
+def streamable(options: ExportOptions) -> bool:
+    """Whether an export can read one device at a time: all iterations (a selection is checked
+    against every device first), text or db, no perfetto trace (one file of every device)."""
+    return (options.model_id is None and options.type in ("text", "db") and not options.perfetto
+            and os.environ.get(STREAM_ENV, "1") != "0")
 
 
 def _jobs(session: Session, options: ExportOptions) -> list[tuple[base.Exporter, int | None]]:
@@ -160,13 +182,20 @@ def _jobs(session: Session, options: ExportOptions) -> list[tuple[base.Exporter,
     return jobs
 
 
-def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], Any],
-                 layers: frozenset[str] | None, result: ExportResult) -> Session:
-    session = loader(prof)
-    result.warnings.extend(session.warnings)
-    selected = options.model_id is not None and options.type != "db"
-    view = session.select(options.model_id, options.iteration_id) if selected else session
-    stamp = collection_stamp(session)
+@dataclass
+class _Done:
+    """What one job gave: its files, its log lines, warnings and notes (kept apart so the log
+    lists them in job order whatever order the jobs ran in)."""
+
+    paths: list[Path] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    warnings: WarningLog = field(default_factory=WarningLog)
+    notes: list[str] = field(default_factory=list)
+
+
+def _prepare(prof: Path, options: ExportOptions, session: Session, selected: bool,
+             layers: frozenset[str] | None) -> tuple[Path, list[str], Naming, ExportContext]:
+    """Output folders (what a killed export left removed), the naming and the context."""
     out_dir = prof / OUTPUT_DIR
     log_lines: list[str] = []
     for folder in ([out_dir] if options.type != "db" else []) + [prof / LOG_DIR]:
@@ -179,36 +208,144 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
         left = clean_dead(folder, legacy=LEGACY_TARGETS[kind], legacy_scratch=kind == "output")
         log_lines += [f"[INFO] removed {p.name}, left by an export that was killed" for p in left]
     naming = Naming(None, options.model_id if selected else None, options.iteration_id if selected else None,
-                    options.summary_format, stamp)
+                    options.summary_format, collection_stamp(session))
     ctx = ExportContext(warnings=WarningLog(), layers=layers,
                         slice_bytes=int(options.slice_size_mb * 1_000_000) if options.slice_size_mb else None)
     if options.type != "db":  # rendered timeline layers shared between files; removed below
         ctx.scratch = scratch_dir(out_dir)
-    written: list[tuple[base.Exporter, Path]] = []
-    jobs = _jobs(view, options)
-    bar = click.progressbar(length=len(jobs), label=f"exporting {prof.name}", file=sys.stderr) \
-        if options.progress and jobs else None
+    return out_dir, log_lines, naming, ctx
+
+
+def _run(ex: base.Exporter, session: Session, target: Path, naming: Naming, ctx: ExportContext,
+         write: Callable[[], list[Path]] | None = None) -> _Done:
+    """Run one job; its warnings and notes go to its own :class:`_Done`."""
+    done = _Done()
+    ctx.warnings, ctx.notes = done.warnings, done.notes
     try:
-        if bar is not None:
-            bar.__enter__()
-        for ex, dev in jobs:
-            target = prof if ex.kind == "db" else out_dir
-            # the DB covers the whole collection, whatever model/iteration was selected
-            src = session if ex.kind == "db" else view
-            try:
-                paths = ex.write(src, target, naming.for_device(dev), ctx)
-            except OSError as err:  # one line naming the file, whatever the exporter was doing
-                raise _write_error(err, target) from None
-            trim()  # this exporter's freed tables back to the system before the next one
-            written += [(ex, p) for p in paths]
-            log_lines += [f"[INFO] wrote {p.name} ({p.stat().st_size} bytes)" for p in paths]
-            if bar is not None:
+        done.paths = write() if write is not None else ex.write(session, target, naming, ctx)
+    except OSError as err:  # one line naming the file, whatever the exporter was doing
+        raise _write_error(err, target) from None
+    trim()  # this exporter's freed tables back to the system before the next one
+    done.lines = [f"[INFO] wrote {p.name} ({p.stat().st_size} bytes)" for p in done.paths]
+    return done
+
+
+def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], Any],
+                 layers: frozenset[str] | None, result: ExportResult) -> Session:
+    session = loader(prof)
+    result.warnings.extend(session.warnings)
+    selected = options.model_id is not None and options.type != "db"
+    view = session.select(options.model_id, options.iteration_id) if selected else session
+    out_dir, log_lines, naming, ctx = _prepare(prof, options, session, selected, layers)
+    jobs = _jobs(view, options)
+    done: list[_Done] = []
+    with _progress(options, prof, len(jobs)) as bar:
+        try:
+            for ex, dev in jobs:
+                # the DB covers the whole collection, whatever model/iteration was selected
+                done.append(_run(ex, session if ex.kind == "db" else view, prof if ex.kind == "db" else out_dir,
+                                 naming.for_device(dev), ctx))
                 bar.update(1)
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
-        if ctx.scratch is not None:
-            shutil.rmtree(ctx.scratch, ignore_errors=True)
+        finally:
+            if ctx.scratch is not None:
+                shutil.rmtree(ctx.scratch, ignore_errors=True)
+    _finish(prof, options, out_dir, log_lines, jobs, done, session.warnings, ctx, result)
+    return session
+
+
+def _export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] | None,
+                     result: ExportResult, want_session: bool = False) -> Session | None:
+    """The export of one PROF dir reading one device at a time (:class:`ProfSource`).
+
+    First every device is decoded (or found in the parse cache) one after the other and cached,
+    keeping only what other devices' files need of it (``Session.device_facts``, its all-reduce
+    rows); a dir without any data stops here, before any file is written.  Then for each device
+    its tables are read back, its files written and the tables dropped; then the host-side files
+    and the DB (device after device).  Files, log and warnings are those of :func:`_export_prof`
+    (jobs keep their order in the log).  Returns None (no whole session was loaded), or with
+    ``want_session`` and ``--clear`` the whole session, read from the cache before it goes."""
+    import msprof_py.export.wait_time as wait_time
+
+    source = ProfSource(prof)
+    with_facts = cpp_export(source.host)
+    for dev in source.devices:
+        if not source.cached:
+            session, info = source.build(dev)
+            info.meta["facts"] = wait_time.device_facts(session, dev) if with_facts else {}
+            source.add(info)
+            del session
+        elif "facts" not in source.meta[dev]:
+            source.meta[dev]["facts"] = wait_time.device_facts(source.device(dev), dev) if with_facts else {}
+        trim()
+    source.finish()
+    out_dir, log_lines, naming, ctx = _prepare(prof, options, source.host, False, layers)
+    jobs = _jobs(source.host, options)
+    done: list[_Done | None] = [None] * len(jobs)
+    with _progress(options, prof, len(jobs)) as bar:
+        try:
+            for dev in source.all_devices:
+                mine = [i for i, (ex, d) in enumerate(jobs) if d == dev]
+                # a device id of the info files without a device dir (the host's): no device rows
+                session = source.device(dev) if dev in source.devices else source.host
+                for i in mine:
+                    done[i] = _run(jobs[i][0], session, out_dir, naming.for_device(dev), ctx)
+                    bar.update(1)
+                del session
+                trim()
+            for i, (ex, dev) in enumerate(jobs):
+                if dev is not None:
+                    continue
+                if ex.kind == "db":
+                    done[i] = _run(ex, source.host, prof, naming, ctx, lambda: _stream_db(ex, source, prof, naming))
+                else:
+                    done[i] = _run(ex, source.host, out_dir, naming, ctx)
+                bar.update(1)
+        finally:
+            if ctx.scratch is not None:
+                shutil.rmtree(ctx.scratch, ignore_errors=True)
+    result.warnings.extend(source.warnings)
+    whole = _default_loader(prof) if want_session and options.clear else None
+    _finish(prof, options, out_dir, log_lines, jobs, [d for d in done if d is not None], source.warnings, ctx,
+            result)
+    return whole
+
+
+def _stream_db(ex: Any, source: ProfSource, prof: Path, naming: Naming) -> list[Path]:
+    """The DB from the host tables and each device read again (from the parse cache), with the
+    whole session's categories; the whole session when the devices' PMU tables differ in shape
+    (their union would change which metrics each task row lists)."""
+    sigs = {source.meta[d]["pmu"] for d in source.devices} - {None}
+    if len(sigs) > 1 or not hasattr(ex, "write_parts"):
+        return ex.write(_default_loader(prof), prof, naming, ExportContext())
+    cats = source.categories()
+    return ex.write_parts(source.host, lambda: (source.device(d, cats) for d in source.devices), prof, naming)
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+
+@contextmanager
+def _progress(options: ExportOptions, prof: Path, n: int) -> Iterator[Any]:
+    if not (options.progress and n):
+        yield _NoBar()
+        return
+    with click.progressbar(length=n, label=f"exporting {prof.name}", file=sys.stderr) as bar:
+        yield bar
+
+
+def _finish(prof: Path, options: ExportOptions, out_dir: Path, log_lines: list[str],
+            jobs: list[tuple[base.Exporter, int | None]], done: list[_Done], parse_warnings: WarningLog,
+            ctx: ExportContext, result: ExportResult) -> None:
+    """README.txt, --clear, the export log (jobs in job order) and the result."""
+    ctx.warnings, ctx.notes = WarningLog(), []
+    written: list[tuple[base.Exporter, Path]] = []
+    for (ex, _), d in zip(jobs, done):
+        written += [(ex, p) for p in d.paths]
+        log_lines += d.lines
+        replay(ctx.warnings, d.warnings)
+        ctx.notes += d.notes
     if options.type != "db":
         readme = write_readme(out_dir, [(ex, p) for ex, p in written if ex.kind != "db"])
         written.append((None, readme))  # type: ignore[arg-type]
@@ -216,12 +353,11 @@ def _export_prof(prof: Path, options: ExportOptions, loader: Callable[[Path], An
         _clear_cache(prof, ctx.warnings)
     log_lines += [f"[INFO] {m}" for m in ctx.notes]
     # the parser's warnings first (the session's WarningLog), then the exporters'
-    log_lines += [f"[WARNING] {m}" for m in session.warnings]
+    log_lines += [f"[WARNING] {m}" for m in parse_warnings]
     log_lines += [f"[WARNING] {m}" for m in ctx.warnings]
     _write_log(prof / LOG_DIR, log_lines)
     result.warnings.extend(ctx.warnings)
     result.files += [(p, p.stat().st_size) for _, p in written]
-    return session
 
 
 def _write_error(err: OSError, folder: Path) -> MsprofError:
