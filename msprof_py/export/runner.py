@@ -26,12 +26,13 @@ from msprof_py.atomic import atomic_open, clean_dead, disk_full, is_disk_full, s
 from msprof_py.errors import InvalidParamError, InvalidPathError, MsprofError, WarningLog
 from msprof_py.export import base
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
+from msprof_py.export.parallel import run_tasks, workers_for
 from msprof_py.export.session_access import device_ids
 from msprof_py.export.views import cpp_export
 from msprof_py.memory import release_freed_memory, trim
 from msprof_py.parse import cache
 from msprof_py.parse.session import Session
-from msprof_py.parse.source import ProfSource, replay
+from msprof_py.parse.source import DevicePart, ProfSource, replay
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 LOG_DIR = "mindstudio_profiler_log"
@@ -63,6 +64,7 @@ class ExportOptions:
     progress: bool = False  # show a progress bar (the CLI turns it on for terminals)
     perfetto: bool = False  # with type "text": also write the native trace msprof.pftrace
     slice_size_mb: float | None = None  # split each msprof_*.json into files under this size
+    workers: int | None = None  # processes for the devices (None: MSPROF_PY_WORKERS, else up to 2 CPUs)
 
 
 @dataclass
@@ -264,42 +266,37 @@ def _export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] 
     and the DB (device after device).  Files, log and warnings are those of :func:`_export_prof`
     (jobs keep their order in the log).  Returns None (no whole session was loaded), or with
     ``want_session`` and ``--clear`` the whole session, read from the cache before it goes."""
-    import msprof_py.export.wait_time as wait_time
-
     source = ProfSource(prof)
     with_facts = cpp_export(source.host)
-    for dev in source.devices:
-        if not source.cached:
-            session, info = source.build(dev)
-            info.meta["facts"] = wait_time.device_facts(session, dev) if with_facts else {}
+    # 1. every device decoded and cached (or found in the cache), one at a time per process
+    todo = [d for d in source.devices if not source.cached or "facts" not in source.meta[d]]
+    workers = workers_for(len(todo), options.workers)
+    for info in run_tasks(lambda d: _build_device(source, d, with_facts), todo, workers,
+                          lambda d: f"decoding {prof / f'device_{d}'}"):
+        if source.cached:
+            source.meta[info.device_id]["facts"] = info.meta["facts"]
+        else:
             source.add(info)
-            del session
-        elif "facts" not in source.meta[dev]:
-            source.meta[dev]["facts"] = wait_time.device_facts(source.device(dev), dev) if with_facts else {}
-        trim()
     source.finish()
+    # 2. each device's files, then the host-side files, then the DB
     out_dir, log_lines, naming, ctx = _prepare(prof, options, source.host, False, layers)
     jobs = _jobs(source.host, options)
     done: list[_Done | None] = [None] * len(jobs)
+    tasks: list[int | None] = [d for d in source.all_devices if any(dev == d for _, dev in jobs)]
+    db = [i for i, (ex, dev) in enumerate(jobs) if dev is None and ex.kind == "db"]
+    tasks += [None] if db else []
+    workers = workers_for(len(tasks), options.workers)
+    state = _Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1)
     with _progress(options, prof, len(jobs)) as bar:
         try:
-            for dev in source.all_devices:
-                mine = [i for i, (ex, d) in enumerate(jobs) if d == dev]
-                # a device id of the info files without a device dir (the host's): no device rows
-                session = source.device(dev) if dev in source.devices else source.host
-                for i in mine:
-                    done[i] = _run(jobs[i][0], session, out_dir, naming.for_device(dev), ctx)
-                    bar.update(1)
-                del session
-                trim()
+            for got in run_tasks(state.run, tasks, workers, state.what):
+                for i, d in got.items():
+                    done[i] = d
+                bar.update(len(got))
             for i, (ex, dev) in enumerate(jobs):
-                if dev is not None:
-                    continue
-                if ex.kind == "db":
-                    done[i] = _run(ex, source.host, prof, naming, ctx, lambda: _stream_db(ex, source, prof, naming))
-                else:
+                if dev is None and ex.kind != "db":
                     done[i] = _run(ex, source.host, out_dir, naming, ctx)
-                bar.update(1)
+                    bar.update(1)
         finally:
             if ctx.scratch is not None:
                 shutil.rmtree(ctx.scratch, ignore_errors=True)
@@ -308,6 +305,54 @@ def _export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] 
     _finish(prof, options, out_dir, log_lines, jobs, [d for d in done if d is not None], source.warnings, ctx,
             result)
     return whole
+
+
+def _build_device(source: ProfSource, dev: int, with_facts: bool) -> DevicePart:
+    """Decode (or read from the cache) one device and keep what others need of it."""
+    import msprof_py.export.wait_time as wait_time
+
+    if source.cached:
+        session, info = source.device(dev), DevicePart(dev, {})
+    else:
+        session, info = source.build(dev)
+    info.meta["facts"] = wait_time.device_facts(session, dev) if with_facts else {}
+    del session
+    trim()
+    return info
+
+
+@dataclass
+class _Stream:
+    """The second pass of a streamed export: one task per device (its jobs), one for the DB."""
+
+    source: ProfSource
+    jobs: list[tuple[base.Exporter, int | None]]
+    out_dir: Path
+    naming: Naming
+    ctx: ExportContext
+    prof: Path
+    parallel: bool = False
+
+    def what(self, dev: int | None) -> str:
+        return f"exporting device {dev} of {self.prof}" if dev is not None else f"writing the DB of {self.prof}"
+
+    def run(self, dev: int | None) -> dict[int, _Done]:
+        ctx = self.ctx
+        if self.parallel and ctx.scratch is not None:  # a worker: scratch files of its own
+            ctx.scratch = ctx.scratch / f"w{os.getpid()}"
+            ctx.scratch.mkdir(exist_ok=True)
+        if dev is None:
+            i = next(i for i, (ex, d) in enumerate(self.jobs) if d is None and ex.kind == "db")
+            ex = self.jobs[i][0]
+            return {i: _run(ex, self.source.host, self.prof, self.naming, ctx,
+                            lambda: _stream_db(ex, self.source, self.prof, self.naming))}
+        # a device id of the info files without a device dir (the host's) has no device rows
+        session = self.source.device(dev) if dev in self.source.devices else self.source.host
+        out = {i: _run(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
+               for i, (ex, d) in enumerate(self.jobs) if d == dev}
+        del session
+        trim()
+        return out
 
 
 def _stream_db(ex: Any, source: ProfSource, prof: Path, naming: Naming) -> list[Path]:
