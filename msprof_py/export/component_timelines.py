@@ -32,8 +32,9 @@ import pandas as pd
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, api_of_device, of_device
 from msprof_py.export.legacy_summaries import COMPONENTS, dynamic_launches
-from msprof_py.export.timeline import (Timeline, cann_layer, communication_layer, hardware_layer,
-                                       step_trace_slices, write_timeline)
+from msprof_py.export.timeline_layers import cann_layer, communication_layer, hardware_layer, step_trace_slices
+from msprof_py.export.timeline_model import Timeline
+from msprof_py.export.timeline_write import write_timeline
 from msprof_py.export.trace_events import Arg, Slices, format_pid
 from msprof_py.export.views import npu_label, shown_tasks
 from msprof_py.parse.session import Session

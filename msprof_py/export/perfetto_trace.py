@@ -40,7 +40,8 @@ from msprof_py.export.perfetto_events import BlockEncoder, Interner, encode_coun
 from msprof_py.export.protowire import interleave
 from msprof_py.export.rows import WORKERS
 from msprof_py.export.session_access import device_ids
-from msprof_py.export.timeline import Timeline, build_timeline
+from msprof_py.export.timeline import build_timeline
+from msprof_py.export.timeline_model import Timeline
 from msprof_py.parse.session import Session
 
 SEQ = 1  # the one trusted_packet_sequence_id of every packet

@@ -114,7 +114,7 @@ def remove_stale(base: Path, keep: list[Path]) -> None:
 def write_sliced(tl: Any, base: Path, ctx: ExportContext, limit: int) -> list[Path]:
     """Write ``tl`` as one file ``base`` when it fits in ``limit`` bytes, else as
     ``{base.stem}_slice_{k}.json`` files each under ``limit`` (see module doc)."""
-    from msprof_py.export.timeline import json_array
+    from msprof_py.export.timeline_write import json_array
 
     meta = tl.meta.to_bytes()
     times, sizes, parts = [], [], []

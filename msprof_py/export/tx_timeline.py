@@ -6,7 +6,8 @@ from pathlib import Path
 
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.counter_export import tx_layer
-from msprof_py.export.timeline import Timeline, write_timeline
+from msprof_py.export.timeline_model import Timeline
+from msprof_py.export.timeline_write import write_timeline
 from msprof_py.parse.session import Session
 
 

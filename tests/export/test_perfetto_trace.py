@@ -20,7 +20,7 @@ from msprof_py.export import ExportOptions, export
 from msprof_py.export.base import ExportContext
 from msprof_py.export.perfetto_trace import write_trace
 from msprof_py.export.protowire import Messages, varint_len
-from msprof_py.export.timeline import Timeline
+from msprof_py.export.timeline_model import Timeline
 from msprof_py.export.trace_events import Arg, Counters, Flows, Slices
 
 from .pftrace_read import read_json, read_pftrace
@@ -124,7 +124,7 @@ def test_nesting_flows_counters_roundtrip(tmp_path: Path) -> None:
     assert tr.threads == {(5, 1): "Stream 1", (9, 4): ""}
     # the same timeline as JSON reads back the same (the C events included)
     js_path = tmp_path / "t.json"
-    from msprof_py.export.timeline import json_array
+    from msprof_py.export.timeline_write import json_array
 
     js_path.write_bytes(b"".join(json_array(_tl().chunks())))
     js = read_json([js_path])

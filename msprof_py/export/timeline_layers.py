@@ -1,0 +1,242 @@
+"""The layers of ``msprof_*.json`` built from one device's rows: CANN API slices, Ascend Hardware
+tasks, Step Trace, Communication (see :mod:`msprof_py.export.timeline` for the layout)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.export.session_access import api_of_device, device_ids, device_info, of_device
+from msprof_py.export.timeline_model import Timeline
+from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM,
+                                           STEP_TRACE_TID_OFFSET, Arg, Meta, Slices, format_pid)
+from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0,
+                                    npu_label, shown_task_types, shown_tasks, span_durations)
+from msprof_py.parse.session import Session
+
+LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
+               "hccl": "Communication", "runtime": "Runtime"}
+
+
+def i64(col: Any) -> np.ndarray:
+    s = pd.Series(col)
+    if s.dtype.kind in "iu":
+        return s.to_numpy(dtype=np.int64)
+    return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+
+
+def device_pid(session: Session, device_id: int) -> int:
+    info = device_info(session, device_id)
+    pid = info.get("pid")
+    return int(pid) if pid is not None and not pd.isna(pid) else 0
+
+
+
+def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame | None = None) -> pd.DataFrame:
+    """CANN API slices of the host threads that belong to this device (or of ``api`` rows
+    chosen by the caller); returns those API rows."""
+    key = ("cann", device_id) if api is None else None
+    if api is None:
+        api = api_of_device(session, device_id)
+    # msprof's timelines leave out calls that began before profiling (raw begin 0: ApiDataViewModel
+    # "where start > 0"; the C++ analysis drops them when it reads the data)
+    api = api[(i64(api["start_ns"]) > 0) & ~api["before_profiling"].eq(True).to_numpy()] if len(api) else api
+    if len(api) == 0:
+        return api
+    host_pid = i64(api["pid"])
+    fpid = (host_pid << 10) | (SORT_CANN << 5) | HOST_DEVICE
+    tid = i64(api["thread_id"])
+    # "{Level}@{name}" per distinct (level, name) pair, not per row
+    lvl, nm = as_cat(api["level"]), api_names(api)
+    pair, first = pd.factorize(lvl.codes.astype(np.int64) * len(nm.categories) + nm.codes)
+    lvl_c, nm_c = np.divmod(first.to_numpy() if hasattr(first, "to_numpy") else np.asarray(first),
+                            len(nm.categories))
+    texts = [f"{LEVEL_NAMES.get(str(lvl.categories[a]), 'Api')}@{nm.categories[b]}" for a, b in zip(lvl_c, nm_c)]
+    names = pd.Categorical.from_codes(pair, categories=pd.Index(texts, dtype=object)) if len(set(texts)) == len(texts) \
+        else pd.Categorical(np.asarray(texts, dtype=object)[pair])
+    for p in sorted(pd.unique(fpid).tolist()):
+        tl.meta.process(int(p), "CANN", "CPU", SORT_CANN)
+    threads = pd.DataFrame({"p": fpid, "t": tid}).drop_duplicates().sort_values(["p", "t"])
+    for p, t in zip(threads["p"].tolist(), threads["t"].tolist()):
+        tl.meta.thread(int(p), int(t), f"Thread {t}", int(t))
+    tl.slices.append(Slices(
+        name=names, pid=fpid, tid=tid, start_ns=i64(api["start_ns"]),
+        dur_ns=i64(api["end_ns"]) - i64(api["start_ns"]), label="CANN API", cache_key=key,
+        args=[Arg("Thread Id", "int", tid), Arg("Mode", "str", api["struct_type"]),
+              Arg("level", "str", api["level"]), Arg("id", "str", api_ids(api)),
+              Arg("item_id", "str", api["item_id"]), Arg("connection_id", "int", i64(api["connection_id"]))]))
+    return api
+
+
+def hardware_layer(session: Session, device_id: int, tl: Timeline) -> pd.DataFrame:
+    """One X per device task on its stream thread; returns the task rows shown."""
+    t = shown_tasks(session, device_id)
+    if len(t) == 0:
+        return t
+    hw_pid = format_pid(device_pid(session, device_id), SORT_ASCEND_HW, device_id)
+    stream = i64(t["stream_id"])
+    _hw_process_meta(tl.meta, hw_pid, npu_label(session, device_id))
+    for s in sorted(pd.unique(stream).tolist()):
+        tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
+    cpp = cpp_export(session)
+    # msprof's C++ timeline writes MEMCPY_ASYNC tasks apart: Task Type the SQE type, plus the copy
+    memcpy = cat_isin(as_cat(t["host_task_type"]), ["MEMCPY_ASYNC"]) if cpp else np.zeros(len(t), bool)
+    for part, extra in ((t[~memcpy], []), (t[memcpy], _memcpy_args(session, t[memcpy]))):
+        if len(part) == 0:
+            continue
+        ptid = i64(part["stream_id"])
+        tl.slices.append(Slices(
+            name=display_names(part), pid=np.full(len(part), hw_pid, np.int64), tid=ptid,
+            # dur: msprof's C++ analysis shows its double duration truncated (span_ns), its Python
+            # path the float duration itself, whose nearest whole ns is op_summary's (dur_ns)
+            start_ns=i64(part["start_ns"]), dur_ns=span_durations(part) if cpp else i64(part["dur_ns"]),
+            label="device task",
+            cache_key=("hw", device_id) if not extra else ("hw.memcpy", device_id),
+            args=[Arg("Model Id", "int", i64(part["model_id"])),
+                  # msprof's Python path shows the device (SQE) type, its C++ analysis the task type
+                  Arg("Task Type", "str", shown_task_types(part, is_level0(session)) if cpp and not extra
+                      else as_cat(part["device_task_type"])),
+                  Arg("Physic Stream Id", "int", ptid), Arg("Task Id", "int", i64(part["task_id"])),
+                  Arg("Batch Id", "int", i64(part["batch_id"])), Arg("Subtask Id", "int", i64(part["context_id"])),
+                  Arg("connection_id", "int", i64(part["connection_id"])), *extra]))
+    return t
+
+
+def _memcpy_args(session: Session, t: pd.DataFrame) -> list[Arg]:
+    """``size(B)``, ``bandwidth(GB/s)`` (bytes per ns, printed like msprof's JSON doubles) and
+    ``operation`` of MEMCPY_ASYNC tasks from their memcpy_info (msprof C++ MemcpyAsyncEvent);
+    none without any memcpy_info; a task without one gets 0 and ``other``."""
+    m = of_device(session.memcpy, int(t["device_id"].iloc[0])) if len(t) else pd.DataFrame()
+    if len(m) == 0:
+        return []
+    key = ["stream_id", "task_id", "batch_id"]
+    info = t[key].astype(np.int64).merge(m[key + ["size_bytes", "direction"]].astype({k: np.int64 for k in key})
+                                         .drop_duplicates(key, keep="last"), on=key, how="left")
+    size = info["size_bytes"].fillna(0).to_numpy(np.int64)
+    dur = i64(t["dur_ns"]).astype(np.float64)
+    bw = np.where(dur > 0, size / np.where(dur > 0, dur, 1.0), 0.0)
+    uniq, inverse = np.unique(bw, return_inverse=True)
+    texts = np.asarray([repr(float(f"{x:.15g}")) for x in uniq.tolist()], dtype=object)  # once per value
+    return [Arg("size(B)", "int", size), Arg("bandwidth(GB/s)", "raw", texts[inverse]),
+            Arg("operation", "str", info["direction"].fillna("other").astype(object).to_numpy())]
+
+
+def step_trace_slices(session: Session, device_id: int, meta: Meta) -> list[Slices]:
+    """Iteration / FP_BP / Iteration Refresh / Reduce slices on "Step Trace(Model ID:m)" threads."""
+    st = of_device(session.steps, device_id)
+    if len(st) == 0:
+        return []
+    hw_pid = format_pid(device_pid(session, device_id), SORT_ASCEND_HW, device_id)
+    _hw_process_meta(meta, hw_pid, npu_label(session, device_id))
+    model = i64(st["model_id"])
+    tid = model + STEP_TRACE_TID_OFFSET
+    for m in sorted(pd.unique(model).tolist()):
+        meta.thread(hw_pid, int(m) + STEP_TRACE_TID_OFFSET, f"Step Trace(Model ID:{m})",
+                    int(m) + STEP_TRACE_TID_OFFSET)
+    start, end = i64(st["step_start_ns"]), i64(st["step_end_ns"])
+    fp, bp = i64(st["fp_start_ns"]), i64(st["bp_end_ns"])
+    idx = i64(st["index_id"])
+    pid = np.full(len(st), hw_pid, np.int64)
+    has = (fp > 0) & (bp > 0)
+    na = pd.Series(np.full(len(st), "N/A"))
+    fp_s = pd.Series(_ts_text(fp)).where(fp > 0, na).to_numpy()
+    bp_s = pd.Series(_ts_text(bp)).where(bp > 0, na).to_numpy()
+    out = [Slices(
+        name=np.char.add("Iteration ", idx.astype(str)),
+        pid=pid, tid=tid, start_ns=start, dur_ns=end - start, cat="Iteration Time", label="step trace",
+        args=[Arg("Iteration ID", "int", idx), Arg("FP Start", "str", fp_s), Arg("BP End", "str", bp_s),
+              Arg("Iteration End", "tsstr", end), Arg("Iteration Time(us)", "us", end - start)])]
+    h = np.flatnonzero(has)
+    if len(h):
+        out.append(Slices(
+            name=np.char.add("FP_BP Time ", idx[h].astype(str)), pid=pid[h], tid=tid[h], start_ns=fp[h],
+            dur_ns=bp[h] - fp[h], cat="FP_BP Time", label="step trace FP_BP",
+            args=[Arg("Iteration ID", "int", idx[h]), Arg("FP Start", "tsstr", fp[h]), Arg("BP End", "tsstr", bp[h]),
+                  Arg("FP_BP Time(us)", "us", bp[h] - fp[h])]))
+        out.append(Slices(
+            name=np.char.add("Iteration Refresh ", idx[h].astype(str)), pid=pid[h], tid=tid[h], start_ns=bp[h],
+            dur_ns=end[h] - bp[h], cat="Iteration Refresh", label="step trace refresh",
+            args=[Arg("Iteration ID", "int", idx[h]), Arg("BP End", "tsstr", bp[h]), Arg("Iteration End", "tsstr", end[h]),
+                  Arg("Iteration Refresh(us)", "us", end[h] - bp[h])]))
+    ar = of_device(session.all_reduce, device_id)
+    if len(ar):
+        ar = ar.sort_values(["model_id", "index_id", "start_ns"], kind="stable")
+        a_idx = i64(ar["index_id"])
+        if cpp_export(session):
+            # msprof's C++ StepTraceAssembler numbers the reduces with one running count over every
+            # device's rows (device 0 first), not per iteration as its Python path does
+            before = sum(len(of_device(session.all_reduce, d)) for d in device_ids(session) if d < device_id)
+            k = before + np.arange(len(ar))
+        else:
+            k = ar.groupby(["model_id", "index_id"], sort=False).cumcount().to_numpy()
+        a_s, a_e = i64(ar["start_ns"]), i64(ar["end_ns"])
+        name = np.char.add(np.char.add(np.char.add("Reduce_", a_idx.astype(str)), "_"), k.astype(str))
+        out.append(Slices(
+            name=name, pid=np.full(len(ar), hw_pid, np.int64), tid=i64(ar["model_id"]) + STEP_TRACE_TID_OFFSET,
+            start_ns=a_s, dur_ns=a_e - a_s, cat="Reduce", label="all-reduce",
+            args=[Arg("Iteration ID", "int", a_idx), Arg("Reduce Start", "tsstr", a_s),
+                  Arg("Reduce End", "tsstr", a_e)]))
+    return out
+
+
+def _hw_process_meta(meta: Meta, hw_pid: int, label: str) -> None:
+    if not any(e["pid"] == hw_pid and e["name"] == "process_name" for e in meta.events):
+        meta.process(hw_pid, "Ascend Hardware", label, SORT_ASCEND_HW)
+
+
+def _ts_text(ns: np.ndarray) -> np.ndarray:
+    """ns -> "us.nnn" strings (small tables only: one per iteration)."""
+    ns = np.asarray(ns, np.int64)
+    return np.array([f"{v // 1000}.{v % 1000:03d}" for v in ns.tolist()], dtype=object)
+
+
+def communication_layer(session: Session, device_id: int, tl: Timeline) -> pd.DataFrame:
+    ops = of_device(session.communication, device_id)
+    sub = of_device(session.comm_tasks, device_id)
+    if len(ops) == 0 and len(sub) == 0:
+        return ops
+    cpid = format_pid(device_pid(session, device_id), SORT_COMM, device_id)
+    tl.meta.process(cpid, "Communication", npu_label(session, device_id), SORT_COMM)
+    groups = sorted(set(ops["group_name"].astype(str)) | set(sub["group_name"].astype(str)))
+    planes = {g: sorted(set(i64(sub.loc[sub["group_name"].astype(str) == g, "plane_id"]).tolist()))
+              for g in groups}
+    group_tid, plane_tid, nxt = {}, {}, 0
+    for g in groups:
+        group_tid[g] = nxt
+        tl.meta.thread(cpid, nxt, f"Group {g} Communication", nxt)
+        for p in planes[g]:
+            plane_tid[(g, p)] = nxt + p + 1
+            tl.meta.thread(cpid, nxt + p + 1, f"Plane {p}", nxt + p + 1)
+        nxt += (max(planes[g]) + 2 if planes[g] else 1)
+    if len(ops):
+        ops = ops.sort_values("start_ns", kind="stable")
+        tid = ops["group_name"].astype(str).map(group_tid).to_numpy(np.int64)
+        tl.slices.append(Slices(
+            name=ops["op_name"].astype(str).to_numpy(), pid=np.full(len(ops), cpid, np.int64), tid=tid,
+            start_ns=i64(ops["start_ns"]), dur_ns=i64(ops["dur_ns"]), label="communication op",
+            args=[Arg("rank_size", "int", i64(ops["rank_size"])), Arg("connection_id", "int", i64(ops["connection_id"])),
+                  Arg("model id", "int", i64(ops["model_id"])), Arg("data_type", "str", ops["data_type"]),
+                  Arg("alg_type", "str", ops["alg_type"]), Arg("count", "int", i64(ops["count"]))]))
+    if len(sub):
+        sub = sub.sort_values("start_ns", kind="stable")
+        keys = list(zip(sub["group_name"].astype(str), i64(sub["plane_id"]).tolist()))
+        tid = np.array([plane_tid[k] for k in keys], dtype=np.int64) if len(keys) < 100_000 else \
+            pd.Series(keys).map(plane_tid).to_numpy(np.int64)
+        tl.slices.append(Slices(
+            name=sub["task_type"], pid=np.full(len(sub), cpid, np.int64), tid=tid,
+            start_ns=i64(sub["start_ns"]), dur_ns=i64(sub["dur_ns"]), label="communication task",
+            args=[Arg("notify_id", "int", i64(sub["notify_id"])),
+                  Arg("duration estimated(us)", "raw", _num_text(sub["duration_estimated_us"])),
+                  Arg("stream id", "int", i64(sub["stream_id"])), Arg("task id", "int", i64(sub["task_id"])),
+                  Arg("context id", "int", i64(sub["context_id"])), Arg("task type", "str", sub["task_type"]),
+                  Arg("src rank", "int", i64(sub["src_rank"])), Arg("dst rank", "int", i64(sub["dst_rank"])),
+                  Arg("transport type", "str", sub["transport_type"]), Arg("size(Byte)", "int", i64(sub["size_bytes"])),
+                  Arg("data type", "str", sub["data_type"]), Arg("link type", "str", sub["link_type"]),
+                  Arg("bandwidth(GB/s)", "raw", _num_text(sub["bandwidth_gbps"]))]))
+    return ops
+
+
+def _num_text(col: pd.Series) -> pd.Categorical:
+    v = pd.to_numeric(col, errors="coerce")
+    return pd.Categorical(v.map(lambda x: "null" if pd.isna(x) else repr(float(x))))

@@ -1,0 +1,129 @@
+"""Layers that link others: msprof's Overlap Analysis (from the device's tasks and HCCL ops) and
+the HostToDevice flows (CANN launch -> device task / HCCL op)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.export import intervals
+from msprof_py.export.timeline_layers import device_pid, i64
+from msprof_py.export.timeline_model import Timeline
+from msprof_py.export.trace_events import HOST_DEVICE, SORT_CANN, SORT_OVERLAP, Flows, Slices, format_pid
+from msprof_py.export.views import (as_cat, cat_isin, cpp_export, display_names, legacy_layout, npu_label, op_info,
+                                    task_types)
+from msprof_py.parse.session import Session
+
+
+OVERLAP_NO_EXTENT = ["KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV",
+                     "PROFILING_ENABLE", "PROFILING_DISABLE"]
+COMM_KERNEL_SUFFIXES = ("AicpuKernel", "AivKernel")
+
+
+def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
+                  tl: Timeline) -> None:
+    """msprof's Overlap Analysis (OverlapAnalysisProcessor), whenever the device ran tasks:
+    Computing = union of the compute tasks (a TaskInfo; not the HCCL ``AicpuKernel`` /
+    ``AivKernel`` ones), Communication = union of the HCCL ops, Not Overlapped = Communication minus
+    Computing, Free = the gaps of both inside [first, last] executed task that is not a kernel or a
+    profiling marker (extended by Computing / Communication).  msprof's Python analysis
+    (PipelineOverlapViewer) numbers the threads Computing, Communication, Not Overlapped, Free and
+    writes nothing without Computing and Communication; on a ``legacy_layout`` capture Free is only
+    the gaps between busy sections (no leading / trailing Free, as that msprof wrote it)."""
+    if len(tasks) == 0 and len(comm_ops) == 0:
+        return
+    names = np.asarray(display_names(tasks), dtype=object) if len(tasks) else np.array([], dtype=object)
+    comm_kernel = np.array([str(n).endswith(COMM_KERNEL_SUFFIXES) for n in names], dtype=bool)
+    comp = tasks[op_info(tasks) & ~comm_kernel & ~cat_isin(task_types(tasks), ["COMMUNICATION", "HCCL_AI_CPU"])] \
+        if len(tasks) else tasks
+    c_s = i64(comp["start_ns"]) if len(comp) else np.array([], np.int64)
+    c_e = c_s + (i64(comp["dur_ns"]) if len(comp) else 0)
+    computing = intervals.union(c_s, c_e)
+    m_s = i64(comm_ops["start_ns"]) if len(comm_ops) else np.array([], np.int64)
+    communication = intervals.union(m_s, m_s + (i64(comm_ops["dur_ns"]) if len(comm_ops) else 0))
+    not_overlapped = intervals.difference(communication, computing)
+    if not cpp_export(session) and not len(computing[0]) and not len(communication[0]):
+        return  # the Python analysis: "Both task data and hccl data are missing", no process at all
+    busy = intervals.union(np.concatenate([computing[0], communication[0]]),
+                           np.concatenate([computing[1], communication[1]]))
+    ext = tasks[~cat_isin(as_cat(tasks["host_task_type"]), OVERLAP_NO_EXTENT)
+                & ~cat_isin(as_cat(tasks["device_task_type"]), ["UNKNOWN"])] if len(tasks) else tasks
+    lo = [a.min() for a in (i64(ext["start_ns"]) if len(ext) else None, busy[0]) if a is not None and len(a)]
+    hi = [a.max() for a in ((i64(ext["start_ns"]) + i64(ext["dur_ns"])) if len(ext) else None, busy[1])
+          if a is not None and len(a)]
+    free = (np.array([], np.int64), np.array([], np.int64))
+    if legacy_layout(session):  # that msprof's Free: only the gaps between busy sections
+        lo, hi = [busy[0].min()] if len(busy[0]) else [], [busy[1].max()] if len(busy[1]) else []
+    if lo and hi and max(hi) > min(lo):
+        free = intervals.difference((np.array([min(lo)], np.int64), np.array([max(hi)], np.int64)), busy)
+    opid = format_pid(device_pid(session, device_id), SORT_OVERLAP, device_id)
+    tl.meta.process(opid, "Overlap Analysis", npu_label(session, device_id), SORT_OVERLAP)
+    layers = [("Communication", communication), ("Communication(Not Overlapped)", not_overlapped),
+              ("Computing", computing), ("Free", free)]
+    if not cpp_export(session):  # the Python analysis numbers them by its OverlapType: Computing first
+        layers = [layers[2], layers[0], layers[1], layers[3]]
+    for tid, (label, iv) in enumerate(layers):
+        tl.meta.thread(opid, tid, label, tid)
+        keep = iv[1] > iv[0]
+        if keep.any():
+            st, en = iv[0][keep], iv[1][keep]
+            tl.slices.append(Slices(name=label, pid=np.full(len(st), opid, np.int64),
+                                    tid=np.full(len(st), tid, np.int64), start_ns=st,
+                                    dur_ns=en - st, label=f"overlap {label}"))
+
+
+ACL_EVENT_APIS = ["aclrtRecordEvent", "aclrtStreamWaitEvent"]
+
+
+def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
+                         hw_pid: int, comm_pid: int, comm_tid: dict[str, int] | None = None) -> Flows | None:
+    """HostToDevice flows as msprof's C++ timeline selects them (CannAssembler::GenerateConnectionTrace,
+    AscendHardwareAssembler::GenerateTaskConnectionTrace): a start at every Node launch,
+    ``aclrtRecordEvent`` / ``aclrtStreamWaitEvent`` call and call that issued a MEMCPY_ASYNC task; an
+    end at every device task with a TaskInfo or issued by such an event call, every memcpy task,
+    and every HCCL op; one flow per connection id that has both (msprof also writes the halves
+    without a partner; a viewer draws nothing for those, so we leave them out)."""
+    if len(api) == 0:
+        return None
+    lv = api["level"].astype(object).astype(str).to_numpy()
+    nm = api["name"].astype(object).astype(str).to_numpy()
+    conn_all = i64(api["connection_id"])
+    memcpy_conn = i64(tasks.loc[cat_isin(as_cat(tasks["host_task_type"]), ["MEMCPY_ASYNC"]), "connection_id"]) \
+        if len(tasks) else np.array([], np.int64)
+    event_api = np.isin(nm, ACL_EVENT_APIS)
+    src = api[np.isin(lv, ["node", "communication", "hccl"]) | event_api | np.isin(conn_all, memcpy_conn)]
+    if len(src) == 0:
+        return None
+    src_conn = i64(src["connection_id"])
+    ends = []
+    if len(tasks):
+        tconn = i64(tasks["connection_id"])
+        sel = op_info(tasks) | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn)
+        tk = tasks[sel]
+        ends.append(pd.DataFrame({"conn": i64(tk["connection_id"]), "pid": hw_pid,
+                                  "tid": i64(tk["stream_id"]), "ns": i64(tk["start_ns"])}))
+    if len(comm_ops) and comm_tid is not None:
+        ends.append(pd.DataFrame({"conn": i64(comm_ops["connection_id"]), "pid": comm_pid,
+                                  "tid": comm_ops["group_name"].astype(str).map(comm_tid).to_numpy(np.int64),
+                                  "ns": i64(comm_ops["start_ns"])}))
+    if not ends:
+        return None
+    e = pd.concat(ends, ignore_index=True)
+    e = e[e["conn"] >= 0].sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
+    s = pd.DataFrame({"conn": src_conn, "pid": (i64(src["pid"]) << 10) | (SORT_CANN << 5) | HOST_DEVICE,
+                      "tid": i64(src["thread_id"]), "ns": i64(src["start_ns"])})
+    s = s.sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
+    pair = s.merge(e, on="conn", suffixes=("_s", "_f"))
+    pair = pair.sort_values("ns_s", kind="stable")
+    ids = flow_ids(pair["conn"].to_numpy(np.int64))
+    return Flows("HostToDevice", "HostToDevice", ids, pair["pid_s"].to_numpy(np.int64), pair["tid_s"].to_numpy(np.int64),
+                 pair["ns_s"].to_numpy(np.int64), pair["pid_f"].to_numpy(np.int64), pair["tid_f"].to_numpy(np.int64),
+                 pair["ns_f"].to_numpy(np.int64))
+
+
+def flow_ids(conn: np.ndarray) -> np.ndarray:
+    """msprof's flow id ``connection_id << 32``, or the plain connection id for the whole file when
+    any shifted id would reach 2**53 (collections with more than 2,097,151 API calls)."""
+    conn = np.asarray(conn, dtype=np.int64)
+    if len(conn) and int(conn.max()) >= 1 << 21:
+        return conn.copy()
+    return conn << 32
