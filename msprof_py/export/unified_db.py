@@ -250,8 +250,10 @@ def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None)
     one = [session] if parts is None else None
     cached: list[pd.DataFrame] = []
 
-    def each() -> Iterable[tuple[Session, pd.DataFrame, int]]:
-        """(device session, its TASK rows, globalTaskId of its first row), device after device."""
+    def each(fn: Callable[[Session, pd.DataFrame, int], None]) -> int:
+        """``fn(device session, its TASK rows, globalTaskId of its first row)`` device after
+        device, one in memory at a time (a whole session: once, its TASK rows kept); returns
+        the number of TASK rows."""
         offset = 0
         for i, s in enumerate(one if one is not None else parts()):  # type: ignore[misc]
             if one is not None and cached:
@@ -260,27 +262,39 @@ def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None)
                 t = db_tasks(s)
                 if one is not None:
                     cached.append(t)
-            yield s, t, offset
+            fn(s, t, offset)
             offset += len(t)
+            del s, t  # before the next device is read
+        return offset
 
     created: set[str] = set()
-    total = 0
-    for s, t, offset in each():
+    comm: list[pd.DataFrame] = []
+    memcpy_ids = np.full(len(session.memcpy), np.nan)
+
+    def task_rows(s: Session, t: pd.DataFrame, offset: int) -> None:
         if len(t):
             _task_rows(con, session, t, sid, offset, created)
-        total = offset + len(t)
-    for s, t, offset in each():
+
+    def info_rows(s: Session, t: pd.DataFrame, offset: int) -> None:
         if len(t):
             _info_rows(con, session, t, sid, offset, created)
-    _memcpy(con, session, [(t, offset) for s, t, offset in each()], total)
-    # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
-    comm = []
-    for s, t, offset in each():
+        if len(memcpy_ids):
+            _memcpy_ids(session.memcpy, t, offset, memcpy_ids)
+
+    def pmu_rows(s: Session, t: pd.DataFrame, offset: int) -> None:
         pmu_export.db_tables(con, s, t if len(t) else None, np.arange(offset, offset + len(t), dtype=np.int64),
                              sid.one, freq=False, created=created)
         comm.append(s.communication)
-    for s, t, offset in each():
+
+    def freq_rows(s: Session, t: pd.DataFrame, offset: int) -> None:
         pmu_export.db_tables(con, s, None, None, sid.one, pmu=False, created=created)
+
+    total = each(task_rows)
+    each(info_rows)
+    _memcpy(con, session, memcpy_ids, total)
+    # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
+    each(pmu_rows)
+    each(freq_rows)
     _api(con, session, sid)
     _communication(con, session.communication if parts is None else join_parts("communication", comm), sid)
     for name, rows in ENUM_TABLES.items():
@@ -327,28 +341,35 @@ def _info_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: 
         sid.column(as_cat(c["op_state"])), sid.column(as_cat(c["hf32_eligible"])), na, na, created=created)
 
 
-def _memcpy(con: sqlite3.Connection, session: Session, tasks: list[tuple[pd.DataFrame, int]], total: int) -> None:
+MEMCPY_KEY = ["device_id", "stream_id", "task_id", "batch_id"]
+
+
+def _memcpy_ids(m: pd.DataFrame, t: pd.DataFrame, offset: int, ids: np.ndarray) -> None:
+    """Fill ``ids`` (NaN = not found yet) with the globalTaskId of each memcpy record's task among
+    one device's TASK rows ``t`` (context 4294967295; a task key is on one device only)."""
+    if not len(t):
+        return
+    mk = pd.DataFrame({k: _i64(m[k]) for k in MEMCPY_KEY})
+    tk = pd.DataFrame({k: _i64(t[k]) for k in MEMCPY_KEY})
+    tk["_gid"] = np.arange(offset, offset + len(tk), dtype=np.int64)
+    tk = tk[_i64(t["context_id"]) == NA_ID]
+    got = np.array(mk.merge(tk.drop_duplicates(MEMCPY_KEY), on=MEMCPY_KEY, how="left")["_gid"], dtype=np.float64)
+    ids[:] = np.where(np.isnan(ids), got, ids)
+
+
+def _memcpy(con: sqlite3.Connection, session: Session, ids: np.ndarray, total: int) -> None:
     """MEMCPY_INFO (db_assembler.cpp SaveMemcpyInfoData): one row per memcpy_info record with the
-    globalTaskId of its task (context 4294967295; msprof's IdPool gives a task not in TASK the
-    next free id), the size in bytes and the ENUM_MEMCPY_OPERATION id of its direction.
-    ``tasks``: each device's TASK rows with the globalTaskId of its first; ``total``: TASK's rows."""
+    globalTaskId of its task (``ids``, :func:`_memcpy_ids`; msprof's IdPool gives a task not in
+    TASK the next free id after TASK's ``total``), the size in bytes and the
+    ENUM_MEMCPY_OPERATION id of its direction."""
     m = session.memcpy
     if not len(m):
         return
-    key = ["device_id", "stream_id", "task_id", "batch_id"]
-    mk = pd.DataFrame({k: _i64(m[k]) for k in key})
-    g = np.full(len(m), np.nan)
-    for t, offset in tasks:  # a task key is on one device: at most one device matches a record
-        if not len(t):
-            continue
-        tk = pd.DataFrame({k: _i64(t[k]) for k in key})
-        tk["_gid"] = np.arange(offset, offset + len(tk), dtype=np.int64)
-        tk = tk[_i64(t["context_id"]) == NA_ID]
-        got = np.array(mk.merge(tk.drop_duplicates(key), on=key, how="left")["_gid"], dtype=np.float64)
-        g = np.where(np.isnan(g), got, g)
+    mk = pd.DataFrame({k: _i64(m[k]) for k in MEMCPY_KEY})
+    g = ids.copy()
     fresh = np.isnan(g)
     if fresh.any():  # one new id per distinct task, after TASK's ids
-        g[fresh] = total + mk[fresh].groupby(key, sort=False).ngroup().to_numpy()
+        g[fresh] = total + mk[fresh].groupby(MEMCPY_KEY, sort=False).ngroup().to_numpy()
     ops = {name: i for i, name in ENUM_TABLES["ENUM_MEMCPY_OPERATION"]}
     op = pd.Series(np.asarray(as_cat(m["direction"]), dtype=object)).map(ops).fillna(ops["other"])
     _insert_cols(con, "MEMCPY_INFO", g.astype(np.int64), _i64(m["size_bytes"]), op.to_numpy(np.int64))
