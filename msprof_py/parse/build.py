@@ -147,10 +147,11 @@ def has_data(part: dict[str, pd.DataFrame]) -> bool:
 
 def assemble(stage_tables: dict[str, pd.DataFrame], parts: list[dict[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
     """The whole PROF dir's tables from the host tables and the device parts (in device order):
-    what one build of every device at once gives, categoricals in canonical form."""
+    what one build of every device at once gives, categoricals in canonical form.  Takes the
+    tables out of ``parts`` as it goes (each device's frames freed once joined)."""
     out = dict(stage_tables)
     for name in DEVICE_TABLES:
-        out[name] = join_parts(name, [p[name] for p in parts])
+        out[name] = join_parts(name, [p.pop(name) for p in parts])
     return {name: out[name] for name in ("api", "tasks", "steps", "all_reduce", "communication", "comm_tasks",
                                          "fusion_ops", "memcpy", "devices", "pmu", "aicore_freq", "aicpu", "dp",
                                          "l2_cache", "msproftx")}
