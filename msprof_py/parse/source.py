@@ -201,6 +201,8 @@ class ProfSource:
             self.writer.devices = list(self.devices)
             self.writer.finish({name: getattr(self.host, name) for name in HOST_TABLES}, self.warnings)
             self.cached = not self.writer.failed
+        if self.cached:
+            self.stage = None  # the decoded host records: only needed to decode a device again
 
     def device(self, device_id: int, categories: dict[str, list[str]] | None = None) -> Session:
         """Device ``device_id``'s session again (after :meth:`finish`): from the cache, else
