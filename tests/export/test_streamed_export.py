@@ -1,4 +1,4 @@
-"""The export reading one device at a time (runner._export_streamed) writes the bytes the whole
+"""The export reading one device at a time (export.stream) writes the bytes the whole
 session gives, in one process or two; a worker that dies is one clear error."""
 from __future__ import annotations
 
@@ -67,16 +67,16 @@ def test_second_export_reads_the_cached_devices(two_devices: Path, tmp_path: Pat
 def test_killed_worker_is_one_clear_error(two_devices: Path, tmp_path: Path, monkeypatch) -> None:
     prof = tmp_path / two_devices.name
     shutil.copytree(two_devices, prof)
-    from msprof_py.export import runner
+    from msprof_py.export import stream
 
-    parent, real = os.getpid(), runner._build_device
+    parent, real = os.getpid(), stream.build_device
 
     def die(source, dev, facts):
         if dev == 1 and os.getpid() != parent:
             os.kill(os.getpid(), 9)
         return real(source, dev, facts)
 
-    monkeypatch.setattr(runner, "_build_device", die)
+    monkeypatch.setattr(stream, "build_device", die)
     with pytest.raises(MsprofError) as err:
         export(prof, ExportOptions(workers=2))
     text = str(err.value)
