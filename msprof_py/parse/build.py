@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import DataError, WarningLog
+from msprof_py.memory import trim
 from msprof_py.parse import cats, counters, registry, schema
 from msprof_py.parse.cats import frame
 from msprof_py.parse.clocks import clocks_for
@@ -55,6 +56,8 @@ def build_host(prof: Path, warnings: WarningLog) -> HostStage:
     clk = clocks_for(host_rd, dev_rds)
     host = load_host(host_rd, warnings, clk.host_ticks(), clk.rule == "python") if host_rd is not None else None
     host_tasks = host.host_tasks if host is not None else _empty_host_tasks()
+    if host is not None:
+        host.kinds.release()
     units: dict[int, list[Any]] = {}
     for rd in dev_rds:
         units.setdefault(int(rd.device_id), []).append(rd)
@@ -112,13 +115,17 @@ def build_device(stage: HostStage, device_id: int, warnings: WarningLog) -> tupl
         tasks_parts.append(joined)
         steps_parts.append(steps)
         ar_parts.append(ar)
+        dd.kinds.release()
+        del dd, joined
+        trim()  # a device's temporaries are columns below glibc's mmap threshold: hand the heap back
     if not stage.units[device_id]:  # an orphan: its host tasks as host-only rows
         j = join_device(device_id, mine_all.reset_index(drop=True), _empty_device_tasks(), WarningLog(),
                         str(stage.prof))
         _iterations(j, pd.DataFrame(columns=schema.STEP_COLUMNS))
         tasks_parts.append(j)
-    tasks = concat_frames(tasks_parts) if tasks_parts else _frame(schema.TASK_COLUMNS)
-    tasks = tasks.sort_values(["device_id", "start_ns", "stream_id", "task_id", "context_id"], kind="stable")
+    tasks = cats.concat_rows(tasks_parts, ["device_id", "start_ns", "stream_id", "task_id", "context_id"]) \
+        if tasks_parts else _frame(schema.TASK_COLUMNS)
+    del tasks_parts
     communication, comm_tasks = _communication(host, tasks)
     for c in CATEGORY_COLS:
         if not isinstance(tasks[c].dtype, pd.CategoricalDtype):
@@ -161,7 +168,7 @@ def join_parts(name: str, frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Device table ``name`` of the whole PROF dir from the devices' frames (in device order)."""
     full = [f for f in frames if len(f)]
     if name == "tasks":
-        df = concat_frames(frames) if frames else _frame(schema.TASK_COLUMNS)
+        df = cats.concat_rows(frames) if frames else _frame(schema.TASK_COLUMNS)
         for c in CATEGORY_COLS if not frames else ():
             df[c] = df[c].astype(str).astype("category")
     elif not full:
@@ -198,23 +205,14 @@ def build_prof(prof: Path, warnings: WarningLog,
             sink(dev, part)
         parts.append(part)
     finish(stage, readers, any(has_data(p) for p in parts), warnings)
-    return assemble(stage.tables, parts)
+    out = assemble(stage.tables, parts)
+    trim()
+    return out
 
 
 def _counter_table(name: str, parts: list[pd.DataFrame]) -> pd.DataFrame:
     parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else counters.empty(name)
-
-
-def concat_frames(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """pd.concat that keeps categorical columns categorical (union of categories)."""
-    if len(parts) == 1:
-        return parts[0]
-    out = pd.concat(parts, ignore_index=True)
-    for c in parts[0].columns:
-        if all(isinstance(p[c].dtype, pd.CategoricalDtype) for p in parts):
-            out[c] = cats.concat([p[c].array for p in parts])
-    return out
 
 
 def _iterations(joined: pd.DataFrame, steps: pd.DataFrame) -> None:

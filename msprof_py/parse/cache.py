@@ -24,6 +24,7 @@ from typing import Any
 
 from msprof_py.atomic import atomic_open
 from msprof_py.errors import WarningLog
+from msprof_py.memory import trim
 from msprof_py.raw.files import FILTER_DIRS
 
 PARSER_VERSION = "parse-5+pmu+counters"  # 3: C++-path task times, devices.host_uid; 4: api dur_ticks, before_profiling; 5: per-device parts
@@ -86,6 +87,8 @@ def store(prof: Path, key: str, data: dict[str, Any], warnings: WarningLog, part
     except OSError as err:
         warnings.warn(f"{prof}: cannot write the parse cache ({err.strerror or err}); parsing again next time")
         return False
+    finally:
+        trim()  # pickling leaves freed heap behind (small objects below the mmap threshold)
     if part != "host":
         return True
     legacy = legacy_cache_dir(prof)
