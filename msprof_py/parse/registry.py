@@ -175,6 +175,12 @@ class KindReader:
             self._cache[tag] = kind.decode(self.parts(tag), self.ctx)
         return self._cache[tag]
 
+    def release(self) -> None:
+        """Drop the decoded tables (and with them the slices' memory maps); what was present
+        stays known for :func:`report`.  Called once a dir's tables are built: a reader kept for
+        the report must not keep every decoded column of its dir alive."""
+        self._cache.clear()
+
     def extra_tables(self, core: set[str]) -> dict[str, Any]:
         """Decoded tables of every present kind with a decoder that is not in ``core`` (kinds
         registered by other features, e.g. PMU counters), keyed by their ``table`` name."""
