@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export import intervals
-from msprof_py.export.timeline_layers import device_pid, i64
+from msprof_py.export.timeline_layers import DeviceTasks, device_pid, i64
 from msprof_py.export.timeline_model import Timeline
 from msprof_py.export.trace_events import HOST_DEVICE, SORT_CANN, SORT_OVERLAP, Flows, Slices, format_pid
-from msprof_py.export.views import (as_cat, cat_isin, cpp_export, display_names, legacy_layout, npu_label, op_info,
+from msprof_py.export.views import (as_cat, cat_isin, cpp_export, legacy_layout, npu_label, op_info,
                                     task_types)
 from msprof_py.parse.session import Session
 
@@ -19,7 +19,7 @@ OVERLAP_NO_EXTENT = ["KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_A
 COMM_KERNEL_SUFFIXES = ("AicpuKernel", "AivKernel")
 
 
-def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
+def overlap_layer(session: Session, device_id: int, tasks: DeviceTasks, comm_ops: pd.DataFrame,
                   tl: Timeline) -> None:
     """msprof's Overlap Analysis (OverlapAnalysisProcessor), whenever the device ran tasks:
     Computing = union of the compute tasks (a TaskInfo; not the HCCL ``AicpuKernel`` /
@@ -31,13 +31,16 @@ def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_op
     the gaps between busy sections (no leading / trailing Free, as that msprof wrote it)."""
     if len(tasks) == 0 and len(comm_ops) == 0:
         return
-    names = np.asarray(display_names(tasks), dtype=object) if len(tasks) else np.array([], dtype=object)
-    comm_kernel = np.array([str(n).endswith(COMM_KERNEL_SUFFIXES) for n in names], dtype=bool)
-    comp = tasks[op_info(tasks) & ~comm_kernel & ~cat_isin(task_types(tasks), ["COMMUNICATION", "HCCL_AI_CPU"])] \
-        if len(tasks) else tasks
-    c_s = i64(comp["start_ns"]) if len(comp) else np.array([], np.int64)
-    c_e = c_s + (i64(comp["dur_ns"]) if len(comp) else 0)
-    computing = intervals.union(c_s, c_e)
+    t = tasks.table
+    start = i64(t["start_ns"]) if len(t) else np.array([], np.int64)
+    end = start + (i64(t["dur_ns"]) if len(t) else 0)
+    names = tasks.names() if len(t) else None
+    # the HCCL kernels, told by name: one test per distinct name, not per task
+    comm_kernel = np.asarray([str(c).endswith(COMM_KERNEL_SUFFIXES) for c in names.categories], dtype=bool)[
+        names.codes] if names is not None else np.zeros(0, bool)
+    comp = op_info(t) & ~comm_kernel & ~cat_isin(task_types(t), ["COMMUNICATION", "HCCL_AI_CPU"]) \
+        if len(t) else np.zeros(0, bool)
+    computing = intervals.union(start[comp], end[comp])
     m_s = i64(comm_ops["start_ns"]) if len(comm_ops) else np.array([], np.int64)
     communication = intervals.union(m_s, m_s + (i64(comm_ops["dur_ns"]) if len(comm_ops) else 0))
     not_overlapped = intervals.difference(communication, computing)
@@ -45,11 +48,10 @@ def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_op
         return  # the Python analysis: "Both task data and hccl data are missing", no process at all
     busy = intervals.union(np.concatenate([computing[0], communication[0]]),
                            np.concatenate([computing[1], communication[1]]))
-    ext = tasks[~cat_isin(as_cat(tasks["host_task_type"]), OVERLAP_NO_EXTENT)
-                & ~cat_isin(as_cat(tasks["device_task_type"]), ["UNKNOWN"])] if len(tasks) else tasks
-    lo = [a.min() for a in (i64(ext["start_ns"]) if len(ext) else None, busy[0]) if a is not None and len(a)]
-    hi = [a.max() for a in ((i64(ext["start_ns"]) + i64(ext["dur_ns"])) if len(ext) else None, busy[1])
-          if a is not None and len(a)]
+    ext = ~cat_isin(as_cat(t["host_task_type"]), OVERLAP_NO_EXTENT) \
+        & ~cat_isin(as_cat(t["device_task_type"]), ["UNKNOWN"]) if len(t) else np.zeros(0, bool)
+    lo = [a.min() for a in (start[ext], busy[0]) if len(a)]
+    hi = [a.max() for a in (end[ext], busy[1]) if len(a)]
     free = (np.array([], np.int64), np.array([], np.int64))
     if legacy_layout(session):  # that msprof's Free: only the gaps between busy sections
         lo, hi = [busy[0].min()] if len(busy[0]) else [], [busy[1].max()] if len(busy[1]) else []

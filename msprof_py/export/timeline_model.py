@@ -11,13 +11,26 @@ import pandas as pd
 
 from msprof_py.export.base import ExportContext
 from msprof_py.export.trace_events import Counters, Flows, Meta, Slices
-from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
+from msprof_py.export.validate import flow_problems, id_problems, nesting, nesting_problems, viewer_durations
+
+
+@dataclass
+class RenderedSlices:
+    """A layer an earlier file of the same export rendered (``ExportContext.rendered[cache_key]``):
+    only its event count is known; its bytes are copied from the scratch file, and it was checked
+    with that file."""
+
+    cache_key: tuple[Any, ...]
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
 
 
 @dataclass
 class Timeline:
     meta: Meta = field(default_factory=Meta)
-    slices: list[Slices] = field(default_factory=list)
+    slices: list[Slices | RenderedSlices] = field(default_factory=list)
     flows: list[Flows] = field(default_factory=list)
     counters: list[Counters] = field(default_factory=list)  # C events (AI Core frequency, ...)
 
@@ -28,11 +41,17 @@ class Timeline:
     def slice_count(self) -> int:
         return sum(len(s) for s in self.slices)
 
-    def problems(self, skip: set[tuple[Any, ...]] | frozenset[tuple[Any, ...]] = frozenset()) -> list[str]:
-        """Nesting, flow pairing and id-range problems (empty when the file will load cleanly).
-        Slices whose ``cache_key`` is in ``skip`` were checked already."""
-        live = [s for s in self.slices if len(s) and (s.cache_key is None or s.cache_key not in skip)]
+    def check(self, skip: set[tuple[Any, ...]] | frozenset[tuple[Any, ...]] = frozenset()) -> tuple[list[str], int]:
+        """Problems (nesting, flow pairing, id ranges: empty when the file will load cleanly) and
+        the viewer fitting: the written ``dur`` of children that end (within the viewer's 0.25 µs
+        grid) at their parent's end is adjusted so they stay nested when a viewer reads ``ts`` as
+        a double (:func:`~msprof_py.export.validate.viewer_durations`).  Returns (problems, how
+        many durations changed).  Slices whose ``cache_key`` is in ``skip`` were checked already.
+        The slices are concatenated, sorted and walked once for both."""
+        live = [s for s in self.slices if isinstance(s, Slices) and len(s)
+                and (s.cache_key is None or s.cache_key not in skip)]
         out: list[str] = []
+        changed = 0
         if live:
             bounds = np.cumsum([0] + [len(s) for s in live])
 
@@ -40,30 +59,21 @@ class Timeline:
                 k = int(np.searchsorted(bounds, i, side="right") - 1)
                 return str(_label_names(live[k])[i - bounds[k]])
 
-            out += nesting_problems(np.concatenate([s.pid for s in live]), np.concatenate([s.tid for s in live]),
-                                    np.concatenate([s.start_ns for s in live]),
-                                    np.concatenate([s.dur_ns for s in live]), name_of=name_of)
+            pid, tid = np.concatenate([s.pid for s in live]), np.concatenate([s.tid for s in live])
+            start, dur = np.concatenate([s.start_ns for s in live]), np.concatenate([s.dur_ns for s in live])
+            pid, tid, start, dur = (np.asarray(a, np.int64) for a in (pid, tid, start, dur))
+            nest = nesting(pid, tid, start, start + dur)
+            out += nesting_problems(pid, tid, start, dur, name_of=name_of, nest=nest)
+            fitted, changed = viewer_durations(pid, tid, start, dur, nest=nest)
+            if changed:
+                pos = 0
+                for s in live:
+                    s.dur_ns = fitted[pos:pos + len(s)]
+                    pos += len(s)
         for f in self.flows:
             # s and f come from one table of pairs, so only duplicates and the id range can be wrong
             out += flow_problems(f.ids, f.ids) + id_problems("flow id", f.ids)
-        return out
-
-    def fit_viewer(self, skip: set[tuple[Any, ...]] | frozenset[tuple[Any, ...]] = frozenset()) -> int:
-        """Adjust the written ``dur`` of children that end (within the viewer's 0.25 µs grid) at
-        their parent's end, so they stay nested when a viewer reads ``ts`` as a double
-        (:func:`~msprof_py.export.validate.viewer_durations`).  Returns how many changed."""
-        live = [s for s in self.slices if len(s) and (s.cache_key is None or s.cache_key not in skip)]
-        if not live:
-            return 0
-        dur, changed = viewer_durations(np.concatenate([s.pid for s in live]), np.concatenate([s.tid for s in live]),
-                                        np.concatenate([s.start_ns for s in live]),
-                                        np.concatenate([s.dur_ns for s in live]))
-        if changed:
-            pos = 0
-            for s in live:
-                s.dur_ns = dur[pos:pos + len(s)]
-                pos += len(s)
-        return changed
+        return out, changed
 
     def chunks(self, ctx: ExportContext | None = None) -> Iterator[bytes]:
         yield self.meta.to_bytes()
@@ -79,8 +89,10 @@ class Timeline:
                 yield from c.rows().chunks()
 
 
-def _slice_chunks(s: Slices, ctx: ExportContext | None) -> Iterator[bytes]:
+def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None) -> Iterator[bytes]:
     """Render ``s``, or replay its bytes when the same layer was rendered for an earlier file."""
+    if isinstance(s, RenderedSlices) and (ctx is None or s.cache_key not in ctx.rendered):
+        raise ValueError(f"layer {s.cache_key} was not rendered by this export")
     if ctx is None or ctx.scratch is None or s.cache_key is None:
         yield from s.rows().chunks()
         return

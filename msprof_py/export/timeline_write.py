@@ -27,9 +27,9 @@ def json_array(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> None:
     """Warn about events viewers would drop, and fit nested durations to the viewers' grid."""
-    for p in tl.problems(skip=set(ctx.rendered)):
+    problems, changed = tl.check(skip=set(ctx.rendered))
+    for p in problems:
         ctx.warnings.warn(f"{path.name}: {p} (viewers drop or misdraw such events)")
-    changed = tl.fit_viewer(skip=set(ctx.rendered))
     if changed:
         ctx.notes.append(f"{path.name}: {changed} slices end within 1 us of their parent's end or their next "
                          "sibling's start; their dur was written up to 1 us shorter so they stay nested in viewers "
