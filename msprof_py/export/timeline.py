@@ -35,6 +35,7 @@ from msprof_py.export.timeline_links import host_to_device_flows, overlap_layer
 from msprof_py.export.timeline_model import Timeline
 from msprof_py.export.timeline_write import check_timeline, write_timeline
 from msprof_py.export.trace_events import SORT_ASCEND_HW, SORT_COMM, format_pid
+from msprof_py.memory import trim
 from msprof_py.parse.session import Session
 
 
@@ -80,6 +81,7 @@ class MsprofTimeline:
         tl = build_timeline(session, naming.device_id or 0, ctx)
         if not tl:
             return []
+        trim()  # the build's temporaries (its copy of the task table) back to the system first
         path = out_dir / naming.file("msprof", "json")
         if ctx.slice_bytes:
             from msprof_py.export.timeline_slices import write_sliced

@@ -8,6 +8,7 @@ from pathlib import Path
 from msprof_py.atomic import atomic_open
 from msprof_py.export.base import ExportContext
 from msprof_py.export.timeline_model import Timeline
+from msprof_py.memory import trim
 
 PERFETTO_LIMIT_BYTES = 1 << 30
 
@@ -39,6 +40,7 @@ def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> None:
 
 def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
     check_timeline(tl, path, ctx)
+    trim()  # the check's sort keys back to the system before rendering
     size = 0
     with atomic_open(path) as fp:
         for c in json_array(tl.chunks(ctx)):

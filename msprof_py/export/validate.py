@@ -45,6 +45,8 @@ class Nesting:
     prev: np.ndarray
     bad: np.ndarray
     root: np.ndarray
+    bad_round: np.ndarray  # the round (nesting depth) that found each pair
+    bad_thread_first: np.ndarray  # the index of the first slice on each bad slice's thread
 
 
 def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> Nesting:
@@ -55,6 +57,9 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
     prev = np.full(n, -1, np.int64)
     bad: list[np.ndarray] = []
     roots: list[np.ndarray] = []
+    rounds: list[np.ndarray] = []
+    z = np.zeros(0, np.int64)
+    first = z
     if n:
         pcode = pd.factorize(pid)[0].astype(np.int64)
         tcode = pd.factorize(tid)[0].astype(np.int64)
@@ -62,7 +67,7 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
         del pcode, tcode
         idx = _order(thread, start, end)
         s, e, group = start[idx], end[idx], thread[idx]
-        del thread
+        depth = 0
         is_slice_group = np.zeros(len(idx), bool)  # round 1: groups are threads, not slices
         while len(idx):
             # end of the latest-ending earlier slice of the same group (exclusive running max)
@@ -79,11 +84,33 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
             if overlap.any():
                 bad.append(idx[overlap])
                 roots.append(idx[root_pos][overlap])
+                rounds.append(np.full(int(overlap.sum()), depth, np.int64))
             keep = ~root & ~overlap  # followers of root r form group r (contiguous, still in order)
             idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
             is_slice_group = np.ones(len(idx), bool)
-    z = np.zeros(0, np.int64)
-    return Nesting(parent, prev, np.concatenate(bad) if bad else z, np.concatenate(roots) if roots else z)
+            depth += 1
+        if bad:  # thread codes are in order of first appearance: the first slice of each
+            first = np.unique(thread, return_index=True)[1][thread[np.concatenate(bad)]]
+    cat = (lambda parts: np.concatenate(parts) if parts else z)
+    return Nesting(parent, prev, cat(bad), cat(roots), cat(rounds), first)
+
+
+def overlap_order(nest: Nesting, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Sort keys of the overlapping pairs (round, thread, start, end descending, index): the order
+    :func:`nesting` finds them in, so pairs found in separate calls over disjoint threads can be
+    merged into the order one call over all of them gives."""
+    b = nest.bad
+    return np.stack([nest.bad_round, nest.bad_thread_first, start[b], -end[b], b])
+
+
+def negative_message(pid: int, tid: int, start: int) -> str:
+    return f"slice at pid {pid} tid {tid} ts {_us(start)} has negative duration"
+
+
+def overlap_message(pid: int, tid: int, start: int, dur: int, name: str | None) -> str:
+    what = f" ({name})" if name is not None else ""
+    return (f"slice{what} on pid {pid} tid {tid} at ts {_us(start)} "
+            f"(dur {dur / 1000:.3f} us) partly overlaps another slice on the same thread")
 
 
 def nesting_problems(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,
@@ -100,17 +127,13 @@ def nesting_problems(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     tid = np.asarray(tid, np.int64)
     start = np.asarray(start, np.int64)
     dur = np.asarray(dur, np.int64)
-    problems = [f"slice at pid {pid[i]} tid {tid[i]} ts {_us(start[i])} has negative duration"
-                for i in np.flatnonzero(dur < 0)[:limit]]
+    problems = [negative_message(pid[i], tid[i], start[i]) for i in np.flatnonzero(dur < 0)[:limit]]
     if problems:
         return problems
     if nest is None:
         nest = nesting(pid, tid, start, start + dur)
-    for i in nest.bad[:limit].tolist():
-        what = f" ({name_of(i)})" if name_of is not None else ""
-        problems.append(f"slice{what} on pid {pid[i]} tid {tid[i]} at ts {_us(start[i])} "
-                        f"(dur {dur[i] / 1000:.3f} us) partly overlaps another slice on the same thread")
-    return problems
+    return [overlap_message(pid[i], tid[i], start[i], dur[i], name_of(i) if name_of is not None else None)
+            for i in nest.bad[:limit].tolist()]
 
 
 def viewer_ns(ns: np.ndarray) -> np.ndarray:
