@@ -65,7 +65,8 @@ def build_timeline(session: Session, device_id: int, ctx: ExportContext) -> Time
                     for e in names if e["args"]["name"].startswith("Group ")}
     flows = host_to_device_flows(
         api, tasks, comm_ops, format_pid(device_pid(session, device_id), SORT_ASCEND_HW, device_id),
-        format_pid(device_pid(session, device_id), SORT_COMM, device_id), comm_tid)
+        format_pid(device_pid(session, device_id), SORT_COMM, device_id), comm_tid,
+        shown.info() if len(tasks) and shown is not None else None)
     if flows is not None and len(flows):
         tl.flows.append(flows)
     return tl

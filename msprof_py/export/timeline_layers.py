@@ -13,7 +13,7 @@ from msprof_py.export.timeline_model import RenderedSlices, Timeline
 from msprof_py.export.trace_events import (HOST_DEVICE, SORT_ASCEND_HW, SORT_CANN, SORT_COMM,
                                            STEP_TRACE_TID_OFFSET, Arg, Meta, Slices, format_pid)
 from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0,
-                                    npu_label, shown_rows, shown_task_types, shown_tasks, span_durations)
+                                    npu_label, op_info, shown_rows, shown_task_types, shown_tasks, span_durations)
 from msprof_py.parse.session import Session
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
@@ -78,6 +78,7 @@ class DeviceTasks:
     def __init__(self, session: Session, device_id: int) -> None:
         self.table = shown_tasks(session, device_id)
         self._names: pd.Categorical | None = None
+        self._info: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.table)
@@ -87,6 +88,12 @@ class DeviceTasks:
         if self._names is None:
             self._names = display_names(self.table)
         return self._names
+
+    def info(self) -> np.ndarray:
+        """:func:`~msprof_py.export.views.op_info` of every row (computed once)."""
+        if self._info is None:
+            self._info = op_info(self.table)
+        return self._info
 
 
 def _pick(col: Any, idx: np.ndarray | None) -> Any:
@@ -306,5 +313,9 @@ def communication_layer(session: Session, device_id: int, tl: Timeline) -> pd.Da
 
 
 def _num_text(col: pd.Series) -> pd.Categorical:
-    v = pd.to_numeric(col, errors="coerce")
-    return pd.Categorical(v.map(lambda x: "null" if pd.isna(x) else repr(float(x))))
+    """Each value as msprof's JSON double (``repr``), ``null`` where missing; formatted once per
+    distinct bit pattern (so 0.0 and -0.0 keep their own texts)."""
+    v = pd.to_numeric(col, errors="coerce").to_numpy(np.float64)
+    bits, codes = np.unique(v.view(np.int64), return_inverse=True)
+    texts = np.asarray(["null" if x != x else repr(x) for x in bits.view(np.float64).tolist()], dtype=object)
+    return pd.Categorical(texts[codes.reshape(-1)])

@@ -38,7 +38,7 @@ def overlap_layer(session: Session, device_id: int, tasks: DeviceTasks, comm_ops
     # the HCCL kernels, told by name: one test per distinct name, not per task
     comm_kernel = np.asarray([str(c).endswith(COMM_KERNEL_SUFFIXES) for c in names.categories], dtype=bool)[
         names.codes] if names is not None else np.zeros(0, bool)
-    comp = op_info(t) & ~comm_kernel & ~cat_isin(task_types(t), ["COMMUNICATION", "HCCL_AI_CPU"]) \
+    comp = tasks.info() & ~comm_kernel & ~cat_isin(task_types(t), ["COMMUNICATION", "HCCL_AI_CPU"]) \
         if len(t) else np.zeros(0, bool)
     computing = intervals.union(start[comp], end[comp])
     m_s = i64(comm_ops["start_ns"]) if len(comm_ops) else np.array([], np.int64)
@@ -77,13 +77,15 @@ ACL_EVENT_APIS = ["aclrtRecordEvent", "aclrtStreamWaitEvent"]
 
 
 def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
-                         hw_pid: int, comm_pid: int, comm_tid: dict[str, int] | None = None) -> Flows | None:
+                         hw_pid: int, comm_pid: int, comm_tid: dict[str, int] | None = None,
+                         task_info: np.ndarray | None = None) -> Flows | None:
     """HostToDevice flows as msprof's C++ timeline selects them (CannAssembler::GenerateConnectionTrace,
     AscendHardwareAssembler::GenerateTaskConnectionTrace): a start at every Node launch,
     ``aclrtRecordEvent`` / ``aclrtStreamWaitEvent`` call and call that issued a MEMCPY_ASYNC task; an
     end at every device task with a TaskInfo or issued by such an event call, every memcpy task,
     and every HCCL op; one flow per connection id that has both (msprof also writes the halves
-    without a partner; a viewer draws nothing for those, so we leave them out)."""
+    without a partner; a viewer draws nothing for those, so we leave them out).  ``task_info``:
+    :func:`~msprof_py.export.views.op_info` of ``tasks`` when the caller has it."""
     if len(api) == 0:
         return None
     lv = api["level"].astype(object).astype(str).to_numpy()
@@ -99,10 +101,10 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
     ends = []
     if len(tasks):
         tconn = i64(tasks["connection_id"])
-        sel = op_info(tasks) | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn)
-        tk = tasks[sel]
-        ends.append(pd.DataFrame({"conn": i64(tk["connection_id"]), "pid": hw_pid,
-                                  "tid": i64(tk["stream_id"]), "ns": i64(tk["start_ns"])}))
+        info = op_info(tasks) if task_info is None else task_info
+        sel = info | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn)
+        ends.append(pd.DataFrame({"conn": tconn[sel], "pid": hw_pid,
+                                  "tid": i64(tasks["stream_id"])[sel], "ns": i64(tasks["start_ns"])[sel]}))
     if len(comm_ops) and comm_tid is not None:
         ends.append(pd.DataFrame({"conn": i64(comm_ops["connection_id"]), "pid": comm_pid,
                                   "tid": comm_ops["group_name"].astype(str).map(comm_tid).to_numpy(np.int64),

@@ -143,3 +143,14 @@ def test_a_replayed_layer_needs_its_rendering() -> None:
         assert "not rendered" in str(err)
     else:
         raise AssertionError("rendered nothing for a replayed layer")
+
+
+@given(st.lists(st.one_of(st.floats(), st.none()), max_size=30))
+@settings(max_examples=80, deadline=None)
+def test_communication_number_texts_are_each_values_repr(values: list[Any]) -> None:
+    """``_num_text`` formats once per distinct value, yet gives every row its own repr (0.0 and
+    -0.0 apart, NaN / missing as null)."""
+    from msprof_py.export.timeline_layers import _num_text
+
+    got = np.asarray(_num_text(pd.Series(values, dtype=object)), dtype=object).tolist()
+    assert got == ["null" if v is None or v != v else repr(float(v)) for v in values]
