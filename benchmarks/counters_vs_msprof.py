@@ -44,24 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SETS = ("PipeUtilization", "ArithmeticUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio",
         "MemoryAccess", "L2Cache")
 COUNTER_FILES = {"aicpu": "aicpu_0.csv", "dp": "dp_0.csv", "l2_cache": "l2_cache_0.csv", "msprof_tx": "msprof_tx.csv"}
-SCRIPT = """\
-from msprof_py.runtime import acl
-acl.init()
-acl.rt.set_device(0)
-s = acl.rt.create_stream()
-m = acl.mdl.load_from_file({graph!r})
-acl.mark("begin")
-for i in range(2):
-    r = acl.range_start(f"step {{i}}")
-    acl.prof.push("execute")
-    acl.mdl.execute(m, s)
-    acl.prof.pop()
-    acl.rt.synchronize_stream(s)
-    acl.range_stop(r)
-acl.nn.call("NonZero", [(4096,)], [(4096, 1)])
-acl.rt.synchronize_stream(s)
-acl.finalize()
-"""
+# the script run of the counters check (shared with tests/export/test_counters.py)
+SCRIPT = ROOT / "fixtures" / "scripts" / "counters_train.py"
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
@@ -115,10 +99,8 @@ def cells(ours: list[list[str]], theirs: list[list[str]]) -> tuple[int, list[tup
 
 
 def check_counters(tmp: Path, msprof: Path) -> bool:
-    script = tmp / "train.py"
-    script.write_text(SCRIPT.format(graph=str(ROOT / "fixtures" / "graphs" / "mlp_train.json")))
     prof = collect(tmp / "counters", {"aicpu": "on", "l2": "on", "msproftx": "on"},
-                   ["--", "python", str(script)])
+                   ["--", "python", str(SCRIPT)])
     ours, theirs = both(prof, msprof)
     ok = True
     for stem, name in COUNTER_FILES.items():

@@ -18,8 +18,10 @@ only when the unmutated seed does not give it too).
 Writes ``OUT/summary.json`` (every 200 cases and every minute, so a killed campaign still
 reports; one entry per leg in ``legs``: commit, workers, cases, seconds) and, per distinct crash
 site, ``OUT/crashes/NNN/`` with ``mutation.json``, ``seed.txt``, ``case.txt`` and
-``traceback.txt``.  ``--resume`` continues a stopped campaign (same ``--seed`` and ``--out``)
-from the cases already counted.  A case over ``--case-timeout`` seconds counts as a crash
+``traceback.txt``; every silent case whose decoded tables differ from its seed's is appended to
+``OUT/silent_changed.jsonl`` (index, seed, mutations: replay one with ``--replay-case``; after a
+``--resume`` an index may appear twice).  ``--resume`` continues a stopped campaign (same ``--seed``
+and ``--out``) from the cases already counted.  A case over ``--case-timeout`` seconds counts as a crash
 ("hang"), a worker process that dies as "worker died".
 """
 from __future__ import annotations
@@ -216,6 +218,12 @@ def write_crash(out: Path, n: int, r: CaseResult, seeds: list[Seed], rng_seed: i
     (d / "traceback.txt").write_text(f"{r.where}\n\n{r.message}")
 
 
+def log_changed(out: Path, r: CaseResult, seeds: list[Seed]) -> None:
+    """Append a silent case with changed values to ``OUT/silent_changed.jsonl`` (replayable)."""
+    with open(out / "silent_changed.jsonl", "a") as f:
+        f.write(json.dumps({"index": r.index, "seed": str(seeds[r.seed].path), "mutations": r.mutations}) + "\n")
+
+
 def write_summary(args, tally: Tally, legs: list[dict], seeds: list[Seed]) -> None:
     seconds = sum(leg["seconds"] for leg in legs)
     data = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": legs[-1]["machine"],
@@ -336,6 +344,8 @@ def campaign(args, work: Path) -> int:
         for r in results:
             if tally.add(r):
                 write_crash(args.out, len(tally.sites), r, seeds, args.seed)
+            if r.changed:
+                log_changed(args.out, r, seeds)
             now = time.time()
             leg["cases_to"], leg["seconds"] = tally.cases, round(now - t0, 1)
             if tally.cases % SUMMARY_EVERY == 0 or now - last > SUMMARY_SECONDS:

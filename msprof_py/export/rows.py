@@ -19,6 +19,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -57,7 +58,7 @@ def _six_digit_tables() -> tuple[np.ndarray, np.ndarray]:
 
 
 def write_uint(out: np.ndarray, v: np.ndarray) -> None:
-    """Write non-negative ints right-aligned into ``out`` (a ``(len(v), width)`` uint8 view),
+    """Write non-negative ints (int64 or uint64) right-aligned into ``out`` (a ``(len(v), width)`` uint8 view),
     leading zeros as NUL.  Six digits per table lookup (a 6 MB table built once), so an
     epoch-µs value costs three gathers and two divisions instead of one division per digit."""
     nul, zero = _six_digit_tables()
@@ -87,13 +88,19 @@ def int_width(v: np.ndarray) -> int:
     return len(str(max(abs(lo), abs(hi)))) + (1 if lo < 0 else 0)
 
 
+def magnitude(v: np.ndarray) -> np.ndarray:
+    """``|v|`` of int64 values as uint64 (exact for -2**63, whose int64 ``abs`` is itself)."""
+    u = v.astype(np.uint64)
+    return np.where(v < 0, ~u + np.uint64(1), u)
+
+
 def write_int(out: np.ndarray, v: np.ndarray) -> None:
     """Signed ints into ``out``; a minus sign sits in the first column (the NULs between it and
     the digits vanish with the padding)."""
     neg = v < 0
     if neg.any():
         out[:, 0] = np.where(neg, ord("-"), 0)
-        write_uint(out[:, 1:], np.abs(v))
+        write_uint(out[:, 1:], magnitude(v))
     else:
         write_uint(out, v)
 
@@ -110,7 +117,7 @@ def write_us3(out: np.ndarray, ns: np.ndarray) -> None:
     ``DivideByPowersOfTenWithPrecision``, integer arithmetic, no float rounding."""
     w = out.shape[1]
     neg = ns < 0
-    mag = np.abs(ns) if neg.any() else ns
+    mag = magnitude(ns) if neg.any() else ns
     whole, frac = np.divmod(mag, 1000)
     if neg.any():
         out[:, 0] = np.where(neg, ord("-"), 0)
@@ -143,8 +150,11 @@ def us3_block(ns: np.ndarray) -> np.ndarray:
 
 
 def text_table(values: Sequence[str]) -> np.ndarray:
-    """Strings -> ``(len(values), maxlen)`` NUL-padded UTF-8 matrix (for :meth:`RowBuilder.cat`)."""
-    encoded = [s.encode("utf-8") for s in values]
+    """Strings -> ``(len(values), maxlen)`` NUL-padded UTF-8 matrix."""
+    return _bytes_table([s.encode("utf-8") for s in values])
+
+
+def _bytes_table(encoded: list[bytes]) -> np.ndarray:
     blob = b"".join(encoded)
     if b"\0" in blob:  # NUL is the padding byte: callers escape it first
         raise ValueError("row text must not contain NUL characters; escape them first")
@@ -158,25 +168,73 @@ def text_table(values: Sequence[str]) -> np.ndarray:
     return mat
 
 
+# adjacent categorical segments are joined into one (see RowBuilder._layout) while the joined
+# table stays small: at most this many distinct combinations, and at most one per 8 rows
+MERGE_MAX = 1 << 16
+
+
+def _merge_cats(a: tuple[np.ndarray, list[bytes]], sep: bytes,
+                b: tuple[np.ndarray, list[bytes]], n: int) -> tuple[np.ndarray, list[bytes]] | None:
+    """Two categorical segments (codes, texts) with the literal ``sep`` between them as one
+    segment whose texts are the combinations that occur; None when there would be too many."""
+    (ca, ta), (cb, tb) = a, b
+    if len(ta) * len(tb) >= 1 << 62:
+        return None
+    key = ca.astype(np.int64) * len(tb) + cb
+    if len(ta) * len(tb) <= max(1 << 20, 4 * n):  # few possible pairs: mark the ones used
+        used = np.zeros(len(ta) * len(tb), dtype=bool)
+        used[key] = True
+        uniq = np.flatnonzero(used)
+        if len(uniq) > min(MERGE_MAX, max(256, n // 8)):
+            return None
+        code_of = np.zeros(len(used), dtype=np.intp)
+        code_of[uniq] = np.arange(len(uniq))
+        codes = code_of[key]
+    else:
+        codes, uniq = pd.factorize(key, sort=False)
+        if len(uniq) > min(MERGE_MAX, max(256, n // 8)):
+            return None
+    ia, ib = np.divmod(np.asarray(uniq, dtype=np.int64), len(tb))
+    return np.asarray(codes, dtype=np.intp), [ta[x] + sep + tb[y] for x, y in zip(ia.tolist(), ib.tolist())]
+
+
+def _cat_block(codes: np.ndarray, texts: list[bytes]) -> tuple[int, None, Fill]:
+    mat = _bytes_table(texts)
+
+    def fill(out: np.ndarray, a: int, b: int) -> None:
+        out[:] = mat[codes[a:b]]
+
+    return mat.shape[1], None, fill
+
+
 class RowBuilder:
-    """Collects segments for ``n`` rows and yields the joined text in byte chunks."""
+    """Collects segments for ``n`` rows and yields the joined text in byte chunks.
+
+    Categorical segments next to each other (with only a literal between them, e.g. the text
+    columns of a CSV row) are rendered as one: each row then costs one gather instead of one per
+    column, and the padding is that of the longest *combination* instead of the sum of each
+    column's longest text (the NUL padding is most of what the compaction has to scan)."""
 
     def __init__(self, n: int) -> None:
         self.n = int(n)
-        self._segs: list[tuple[int, bytes | None, Fill | None]] = []
+        # ("lit", bytes) | ("block", (width, fill)) | ("cat", (codes, texts))
+        self._segs: list[tuple[str, Any]] = []
+        self._final: list[tuple[int, bytes | None, Fill | None]] | None = None
 
     # -- segments ---------------------------------------------------------------------------
     def lit(self, text: str) -> "RowBuilder":
         b = text.encode("utf-8")
-        if self._segs and self._segs[-1][1] is not None:  # merge adjacent literals
-            w, prev, _ = self._segs.pop()
-            b = prev + b
-        self._segs.append((len(b), b, None))
+        if self._segs and self._segs[-1][0] == "lit":  # merge adjacent literals
+            b = self._segs.pop()[1] + b
+        return self._add("lit", b)
+
+    def _add(self, kind: str, payload: Any) -> "RowBuilder":
+        self._segs.append((kind, payload))
+        self._final = None
         return self
 
     def block(self, width: int, fill: Fill) -> "RowBuilder":
-        self._segs.append((width, None, fill))
-        return self
+        return self._add("block", (width, fill))
 
     def int(self, values: np.ndarray) -> "RowBuilder":
         """Signed integers as decimal text."""
@@ -190,14 +248,14 @@ class RowBuilder:
         v = np.asarray(ns, dtype=np.int64)
         return self.block(us3_width(v), lambda out, a, b: write_us3(out, v[a:b]))
 
-    def cat(self, codes: np.ndarray, table: Sequence[str] | np.ndarray) -> "RowBuilder":
-        """``table[codes[i]]`` per row; ``table`` holds the already escaped/quoted texts."""
-        mat = table if isinstance(table, np.ndarray) else text_table(table)
+    def cat(self, codes: np.ndarray, table: Sequence[str]) -> "RowBuilder":
+        """``table[codes[i]]`` per row (a code of -1: the last text); ``table`` holds the
+        already escaped/quoted texts."""
+        texts = [t.encode("utf-8") for t in table]
         c = np.asarray(codes, dtype=np.intp)
-        def fill(out: np.ndarray, a: int, b: int) -> None:
-            out[:] = mat[c[a:b]]
-
-        return self.block(mat.shape[1], fill)
+        if len(c) and len(texts) and c.min() < 0:
+            c = np.where(c < 0, c + len(texts), c)
+        return self._add("cat", (c, texts))
 
     def strings(self, values: pd.Series | np.ndarray | Sequence[str],
                 encode: Callable[[str], str] = str) -> "RowBuilder":
@@ -207,29 +265,58 @@ class RowBuilder:
             uniques = pd.Index([""])
         return self.cat(codes, [encode(str(u)) for u in uniques])
 
+    def _layout(self) -> list[tuple[int, bytes | None, Fill | None]]:
+        """(width, literal, fill) per segment, adjacent categoricals joined where that pays."""
+        if self._final is not None:
+            return self._final
+        segs, out, i = self._segs, [], 0
+        while i < len(segs):
+            kind, p = segs[i]
+            i += 1
+            if kind == "lit":
+                out.append((len(p), p, None))
+            elif kind == "block":
+                out.append((p[0], None, p[1]))
+            else:
+                while True:  # join the next [literal] categorical while the table stays small
+                    k, sep = i, b""
+                    if k < len(segs) and segs[k][0] == "lit":
+                        sep, k = segs[k][1], k + 1
+                    if k >= len(segs) or segs[k][0] != "cat":
+                        break
+                    joined = _merge_cats(p, sep, segs[k][1], self.n)
+                    if joined is None:
+                        break
+                    p, i = joined, k + 1
+                out.append(_cat_block(*p))
+        self._final = out
+        return out
+
     # -- output -----------------------------------------------------------------------------
     def _buffer(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
-        width = sum(w for w, _, _ in self._segs)
+        segs = self._layout()
+        width = sum(w for w, _, _ in segs)
         buf = np.zeros((rows, width), dtype=np.uint8)
-        offsets = np.cumsum([0] + [w for w, _, _ in self._segs])
-        for (w, lit, _), off in zip(self._segs, offsets):
+        offsets = np.cumsum([0] + [w for w, _, _ in segs])
+        for (w, lit, _), off in zip(segs, offsets):
             if lit is not None:  # constant text is written once per buffer, not per chunk
                 buf[:, off:off + w] = np.frombuffer(lit, dtype=np.uint8)
         return buf, offsets
 
     def _render(self, buf: np.ndarray, offsets: np.ndarray, start: int, stop: int) -> bytes:
         view = buf[:stop - start]
-        for (w, lit, fill), off in zip(self._segs, offsets):
+        for (w, lit, fill), off in zip(self._layout(), offsets):
             if fill is not None:
                 fill(view[:, off:off + w], start, stop)
-        return view.tobytes().replace(b"\0", b"")
+        flat = view.reshape(-1)
+        return flat[flat != 0].tobytes()  # drop the NUL padding (a numpy mask: bytes.replace is per NUL)
 
-    def chunks(self, chunk_rows: int = CHUNK_ROWS, workers: int | None = None) -> Iterator[bytes]:
+    def chunks(self, chunk_rows: int | None = None, workers: int | None = None) -> Iterator[bytes]:
         """The rows' text in order, ``chunk_rows`` rows per chunk.  With ``workers`` > 1, chunks
         are rendered on a thread pool (numpy releases the GIL for most of the work)."""
         if self.n == 0:
             return
-        rows = min(chunk_rows, self.n)
+        rows = min(chunk_rows or CHUNK_ROWS, self.n)
         starts = list(range(0, self.n, rows))
         nworkers = WORKERS if workers is None else workers
         if nworkers <= 1 or len(starts) < 3:
@@ -263,7 +350,7 @@ class RowBuilder:
         for start in range(0, self.n, rows):
             stop = min(start + rows, self.n)
             view = buf[:stop - start]
-            for (w, _, fill), off in zip(self._segs, offsets):
+            for (w, _, fill), off in zip(self._layout(), offsets):
                 if fill is not None:
                     fill(view[:, off:off + w], start, stop)
             out[start:stop] = np.count_nonzero(view, axis=1)

@@ -53,6 +53,12 @@ COMM_STATISTIC_HEADER = ["Device_id", "OP Type", "Count", "Total Time(us)", "Min
 FUSION_OP_HEADER = ["Device_id", "Model Name", "Model ID", "Fusion Op", "Original Ops", "Memory Input(KB)",
                     "Memory Output(KB)", "Memory Weight(KB)", "Memory Workspace(KB)", "Memory Total(KB)"]
 
+# the task columns op_summary reads (its rows copy only these)
+OP_SUMMARY_TASK_COLUMNS = [
+    "model_id", "task_id", "stream_id", "context_id", "start_ns", "dur_ns", "op_name", "op_type", "task_type",
+    "host_task_type", "device_task_type", "kernel_name", "op_state", "block_num", "mix_block_num", "hf32_eligible",
+    "input_shapes", "input_data_types", "input_formats", "output_shapes", "output_data_types", "output_formats"]
+
 HOST_DEVICE_ID = 64  # msprof's host "device"
 
 _as_cat = as_cat
@@ -67,7 +73,7 @@ class OpSummary:
 
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        t = summary_tasks(session, dev)
+        t = summary_tasks(session, dev, OP_SUMMARY_TASK_COLUMNS)
         comm = of_device(session.communication, dev)
         n_t, n_c = len(t), len(comm)
         if n_t + n_c == 0:
@@ -160,7 +166,7 @@ class OpStatistic:
 
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        t = summary_tasks(session, dev)
+        t = summary_tasks(session, dev, ["op_type", "task_type", "device_task_type", "dur_ns"])
         if len(t) == 0:
             return []
         op_type = as_cat(t["op_type"])

@@ -136,6 +136,8 @@ def _na_block(vals: np.ndarray, na: np.ndarray, kind: str, quote: bool, tab: boo
     na_b = np.frombuffer(na_text.encode(), dtype=np.uint8)
     body = numw + (2 if quote else 0) + (1 if tab else 0)
     width = max(body, len(na_b))
+    na_row = np.zeros(width, dtype=np.uint8)  # N/A, then NUL padding
+    na_row[:len(na_b)] = na_b
 
     def fill(out: np.ndarray, a: int, b: int) -> None:
         out[:, :width - body] = 0
@@ -150,9 +152,7 @@ def _na_block(vals: np.ndarray, na: np.ndarray, kind: str, quote: bool, tab: boo
             pos += 1
         if quote:
             out[:, pos] = ord('"')
-        m = na[a:b]
-        out[m] = 0
-        out[np.ix_(np.flatnonzero(m), np.arange(len(na_b)))] = na_b
+        out[na[a:b]] = na_row
 
     return width, fill
 

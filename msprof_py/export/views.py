@@ -4,6 +4,7 @@ Selections only; no time is computed here.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -232,14 +233,28 @@ def task_time_tasks(session: Session, device_id: int) -> pd.DataFrame:
     return t[~in_mix | (ctx == 0)]
 
 
-def summary_tasks(session: Session, device_id: int) -> pd.DataFrame:
+def summary_rows(session: Session, device_id: int) -> np.ndarray:
+    """Positions in ``session.tasks`` of :func:`summary_tasks`, in its order: the rows are chosen
+    on the few (categorical) columns the rule reads; no task row is copied."""
+    rows = shown_rows(session, device_id)
+    if len(rows) == 0:
+        return rows
+    t = session.tasks
+    light = pd.DataFrame({c: t[c].take(rows).reset_index(drop=True) for c in _SUMMARY_RULE_COLUMNS})
+    return rows[~cat_isin(task_types(light), SUMMARY_DROPPED_TYPES) & op_info(light)]
+
+
+# what op_info and task_types read
+_SUMMARY_RULE_COLUMNS = ("op_name", "op_type", "task_type", "host_task_type", "device_task_type", "kernel_name")
+
+
+def summary_tasks(session: Session, device_id: int, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """The task rows of op_summary: :func:`shown_tasks` that have a TaskInfo (:func:`op_info`),
     minus WRITE_BACK/INVALID/HCCL task types (msprof's OpSummaryAssembler).  Tasks without one
-    (memcpy, events, PROFILING_ENABLE...) are in task_time and the timeline only."""
-    t = shown_tasks(session, device_id)
-    if len(t) == 0:
-        return t
-    return t[~cat_isin(task_types(t), SUMMARY_DROPPED_TYPES) & op_info(t)]
+    (memcpy, events, PROFILING_ENABLE...) are in task_time and the timeline only.  ``columns``:
+    only these columns (the copy an exporter holds is then only what it reads)."""
+    t = session.tasks if columns is None else session.tasks[list(columns)]
+    return t.take(summary_rows(session, device_id))
 
 
 def span_durations(t: pd.DataFrame) -> np.ndarray:

@@ -35,7 +35,7 @@ def as_double_us(ns: np.ndarray) -> np.ndarray:
 
 def _last_row(session: Session, device_id: int) -> tuple[int, int] | None:
     """(start ns, dur ns) of a device's last op_summary row in start order, None if it has none."""
-    t = summary_tasks(session, device_id)
+    t = summary_tasks(session, device_id, ["start_ns", "dur_ns"])
     comm = of_device(session.communication, device_id)
     start = np.concatenate([t["start_ns"].to_numpy(np.int64) if len(t) else np.zeros(0, np.int64),
                             comm["start_ns"].to_numpy(np.int64) if len(comm) else np.zeros(0, np.int64)])

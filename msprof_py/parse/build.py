@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import DataError, WarningLog
+from msprof_py.memory import trim
 from msprof_py.parse import cats, counters, registry, schema
 from msprof_py.parse.cats import frame
 from msprof_py.parse.clocks import clocks_for
@@ -33,6 +34,8 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     clk = clocks_for(host_rd, dev_rds)
     host = load_host(host_rd, warnings, clk.host_ticks(), clk.rule == "python") if host_rd is not None else None
     host_tasks = host.host_tasks if host is not None else _empty_host_tasks()
+    if host is not None:
+        host.kinds.release()
 
     tasks_parts, steps_parts, ar_parts, pmu_parts, freq_parts = [], [], [], [], []
     counter_parts: dict[str, list[pd.DataFrame]] = {name: [] for name in counters.TABLE_COLUMNS}
@@ -60,6 +63,9 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
         tasks_parts.append(joined)
         steps_parts.append(steps)
         ar_parts.append(ar)
+        dd.kinds.release()
+        del dd, joined
+        trim()  # a device's temporaries are columns below glibc's mmap threshold: hand the heap back
     registry.report(prof, [r for r in readers if r is not None], warnings)
     orphan = host_tasks[~host_tasks["device_id"].isin(list(seen_devices))]
     if len(orphan):
@@ -71,8 +77,9 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
             _iterations(j, pd.DataFrame(columns=schema.STEP_COLUMNS))
             tasks_parts.append(j)
 
-    tasks = concat_frames(tasks_parts) if tasks_parts else _frame(schema.TASK_COLUMNS)
-    tasks = tasks.sort_values(["device_id", "start_ns", "stream_id", "task_id", "context_id"], kind="stable")
+    tasks = cats.concat_rows(tasks_parts, ["device_id", "start_ns", "stream_id", "task_id", "context_id"]) \
+        if tasks_parts else _frame(schema.TASK_COLUMNS)
+    del tasks_parts
     steps = _cat(steps_parts, schema.STEP_COLUMNS)
     all_reduce = _cat(ar_parts, schema.ALL_REDUCE_COLUMNS)
     api = host.api if host is not None else _frame(schema.API_COLUMNS)
@@ -99,23 +106,14 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
            "aicore_freq": _concat_any(freq_parts, ["device_id", "timestamp_ns", "freq_mhz"]),
            **{name: _counter_table(name, parts) for name, parts in counter_parts.items() if name != "msproftx"},
            "msproftx": counters.tx_table(host.tables, clk.host_ticks()) if host is not None else counters.empty("msproftx")}
-    return {name: cats.normalize(df) for name, df in out.items()}
+    out = {name: cats.normalize(df) for name, df in out.items()}
+    trim()
+    return out
 
 
 def _counter_table(name: str, parts: list[pd.DataFrame]) -> pd.DataFrame:
     parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else counters.empty(name)
-
-
-def concat_frames(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """pd.concat that keeps categorical columns categorical (union of categories)."""
-    if len(parts) == 1:
-        return parts[0]
-    out = pd.concat(parts, ignore_index=True)
-    for c in parts[0].columns:
-        if all(isinstance(p[c].dtype, pd.CategoricalDtype) for p in parts):
-            out[c] = cats.concat([p[c].array for p in parts])
-    return out
 
 
 def _iterations(joined: pd.DataFrame, steps: pd.DataFrame) -> None:
@@ -269,7 +267,7 @@ def _concat_any(parts: list, cols: list[str]) -> pd.DataFrame:
     parts = [p for p in parts if p is not None and len(p)]
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in cols})
-    return pd.concat(parts, ignore_index=True)
+    return cats.concat_rows(parts)
 
 
 def _int(v, default: int = -1) -> int:

@@ -23,6 +23,7 @@ from typing import Any
 
 from msprof_py.atomic import atomic_open
 from msprof_py.errors import WarningLog
+from msprof_py.memory import trim
 from msprof_py.raw.files import FILTER_DIRS
 
 PARSER_VERSION = "parse-4+pmu+counters"  # 3: C++-path task times, devices.host_uid; 4: api dur_ticks, before_profiling
@@ -78,6 +79,8 @@ def store(prof: Path, key: str, data: dict[str, Any], warnings: WarningLog) -> N
     except OSError as err:
         warnings.warn(f"{prof}: cannot write the parse cache ({err.strerror or err}); parsing again next time")
         return
+    finally:
+        trim()  # pickling leaves freed heap behind (small objects below the mmap threshold)
     legacy = legacy_cache_dir(prof)
     if (legacy / CACHE_FILE).is_file():
         shutil.rmtree(legacy, ignore_errors=True)

@@ -102,3 +102,32 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
             new = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1).astype(np.int32)
             df[c] = pd.Categorical.from_codes(new, categories=pd.Index(labels[used[order]].astype(str), dtype=object))
     return df
+
+
+def concat_rows(parts: list[pd.DataFrame], sort_by: list[str] | None = None) -> pd.DataFrame:
+    """Row-concatenation of frames with the same columns, built column by column (categorical
+    columns stay categorical: union of categories), optionally stably sorted by ``sort_by``
+    (numeric columns).
+
+    One copy per column and no consolidated intermediate frame: ``pd.concat`` then
+    ``sort_values`` copied every row twice and held both copies at once (the task table of a
+    PROF dir: ~125 MB per million tasks each)."""
+    parts = [p for p in parts if len(p)] or parts[:1]
+    if len(parts) == 1 and not sort_by:
+        return parts[0]
+
+    def joined(c: str):
+        arrays = [p[c].array for p in parts]
+        if all(isinstance(a, pd.Categorical) for a in arrays):
+            return concat(arrays) if len(arrays) > 1 else arrays[0]
+        if all(isinstance(a.dtype, np.dtype) and a.dtype == arrays[0].dtype for a in arrays):
+            return np.concatenate([np.asarray(a) for a in arrays])
+        return pd.concat([p[c] for p in parts], ignore_index=True).array
+
+    keys = {c: joined(c) for c in sort_by or ()}
+    order = np.lexsort([np.asarray(keys[c]) for c in reversed(sort_by)]) if sort_by else None
+    out = {}
+    for c in parts[0].columns:
+        col = keys.pop(c) if c in keys else joined(c)
+        out[c] = col if order is None else (col.take(order) if not isinstance(col, np.ndarray) else col[order])
+    return frame(out)

@@ -70,6 +70,7 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None, p
     ctx = DecodeContext(warnings=warnings)
     kinds = KindReader(HOST, rd.path / "data", ctx)
     kinds.load_text()
+    plausible.check_companions(kinds, warnings)
     dicts = ctx.dicts
     ticks = ticks if ticks is not None else rd.host_ticks()
     pid = int(rd.info.get("pid", -1) or -1) if str(rd.info.get("pid", "")).lstrip("-").isdigit() else -1

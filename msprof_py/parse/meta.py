@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Callable
 
 import json
+import re
 
 import numpy as np
 import orjson
 
 from msprof_py.errors import DataError, WarningLog
-from msprof_py.parse import cpp_time, py_clock
+from msprof_py.parse import cpp_time, plausible, py_clock
 from msprof_py.parse.reader import read_bytes
 from msprof_py.raw import files as raw_files
 from msprof_py.raw.metadata import StartLog, parse_start_log
@@ -72,6 +73,7 @@ DEVICE_INFO_KEYS: dict[str, _Check] = {
     "aiv_num": (lambda v: _int_in(v, 0, 65535), "a core count (0 .. 65535)"),
 }
 CPU_KEYS: dict[str, _Check] = {"Frequency": (_mhz, "a frequency in MHz (0 .. 100000]")}
+META_NAMES_RE = re.compile("|".join(p.pattern for p in raw_files.META_RE.values()))
 START_KEYS: dict[str, _Check] = {  # both required: msprof cannot place anything in time without them
     "collectionTimeBegin": (lambda v: _int_in(v, 0, US_MAX), "a time in us (0 .. 2^63/1000)"),
     "clockMonotonicRaw": (lambda v: _int_in(v, 0, I64_MAX), "a time in ns (0 .. 2^63-1)"),
@@ -338,6 +340,20 @@ def _start_log(path: Path, kind: str, warnings: WarningLog) -> StartLog | None:
     return log
 
 
+def _check_sync(rd: ResultDir, start_file: Path, warnings: WarningLog) -> None:
+    """The clock sync points of ``rd`` (plausible.check_sync_point / check_same_moment)."""
+    host_log = rd.path / (_find(rd.path, "host_start") or "host_start.log")
+    if rd.host_start is not None:
+        plausible.check_same_moment(warnings, str(start_file), int(rd.start_info["clockMonotonicRaw"]),
+                                    host_log.name, rd.host_start.clock_monotonic_raw_ns)
+        if rd.host_mhz != HOST_DEFAULT_FREQ_MHZ:  # default: host counters are ns, cntvct unused
+            plausible.check_sync_point(warnings, str(host_log), rd.host_start.cntvct, rd.host_mhz,
+                                       rd.host_start.clock_monotonic_raw_ns)
+    if rd.dev_start is not None and rd.hwts_mhz is not None:
+        plausible.check_sync_point(warnings, str(rd.path / (_find(rd.path, "dev_start") or "dev_start.log")),
+                                   rd.dev_start.cntvct, rd.hwts_mhz, rd.dev_start.clock_monotonic_raw_ns)
+
+
 def _fits_i64(value: int) -> bool:
     return -I64_MAX <= value <= I64_MAX
 
@@ -362,6 +378,8 @@ def load_result_dir(path: Path, warnings: WarningLog) -> ResultDir:
         warnings.warn(f"{path / (_find(path, 'host_start') or 'host_start.log')}: the clock sync point "
                       "overflows 64-bit ns with this frequency; file ignored")
         rd.host_start = None
+    _check_sync(rd, start_file, warnings)
+    plausible.check_markers(path, warnings, META_NAMES_RE)
     if not rd.end_info:
         warnings.warn(f"{path}: no end_info (collection was interrupted?); collection end unknown")
     if rd.host_start is None:

@@ -23,7 +23,7 @@ from msprof_py.parse.records import aicpu, l2_cache, msproftx
 from msprof_py.parse.records import (api_event, context_id_info, expand_stream_spec, ffts_profile, lpm_info,
                                      node_basic_info, simple, stars_soc, task_track, tensor_info, ts_track)
 from msprof_py.parse.records.parts import DecodeContext, Parts
-from msprof_py.raw import ffts_profile as raw_ffts, lpm_info as raw_lpm
+from msprof_py.raw import ffts_profile as raw_ffts, files as raw_files, lpm_info as raw_lpm
 from msprof_py.raw import aicpu as raw_aicpu, l2_cache as raw_l2, msproftx as raw_tx
 from msprof_py.raw import (api_event as raw_api, context_id_info as raw_ctx, expand_stream_spec as raw_expand,
                            fusion_op_info as raw_fusion, graph_id_map as raw_graph, hash_dic as raw_hash,
@@ -132,6 +132,8 @@ class KindReader:
                     ctx.warnings.warn(f"{s.paths[0]}: data of device {dev} inside {data_dir.parent.name}; ignored")
                     continue
                 self._streams.setdefault(tag, []).append(s)
+        plausible.check_markers(data_dir, ctx.warnings,
+                                raw_files.HOST_DATA_RE if side == HOST else raw_files.DEVICE_DATA_RE)
         self.unused = sorted(t for t in self._streams if (k := lookup(side, t)) and k.decode is None and k.text is None)
         self.unknown = sorted([t for t in self._streams if lookup(side, t) is None]
                               + [n for n in names if n not in matched])
@@ -172,6 +174,12 @@ class KindReader:
                 raise KeyError(f"no decoder registered for {self.side} kind {tag!r}")
             self._cache[tag] = kind.decode(self.parts(tag), self.ctx)
         return self._cache[tag]
+
+    def release(self) -> None:
+        """Drop the decoded tables (and with them the slices' memory maps); what was present
+        stays known for :func:`report`.  Called once a dir's tables are built: a reader kept for
+        the report must not keep every decoded column of its dir alive."""
+        self._cache.clear()
 
     def extra_tables(self, core: set[str]) -> dict[str, Any]:
         """Decoded tables of every present kind with a decoder that is not in ``core`` (kinds

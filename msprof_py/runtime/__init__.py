@@ -6,9 +6,10 @@
 - :mod:`clock`: simulator ns -> host counter / device syscnt / wall clock.
 - :mod:`cost`: the roofline cost model (``op_cost``) and ``TuneChoice``.
 - :mod:`workloads`: built-in workloads (``get_workload``) and ``load_graph_file`` (:mod:`graph_file`).
-- :mod:`ge`, :mod:`rts`, :mod:`hccl`: model load/execute and single-op launch, task ids and flips,
-  the ring all-reduce; they build a :mod:`program` (per-iteration templates).
+- :mod:`ge` (package: node plan, static model load/execute, single-op launch, host records),
+  :mod:`rts`, :mod:`hccl`: task ids and flips, the ring all-reduce; they build a :mod:`program`
+  (per-iteration templates).
 - :mod:`scheduler`: per-stream FIFO scheduling, vectorised; :mod:`emit`: records and truth.
-- :mod:`sim`: ``run(...) -> SimResult`` (the collector's entry point); :mod:`acl`: the Python API
-  for user scripts.
+- :mod:`sim`: ``run(...) -> SimResult`` (the collector's entry point); :mod:`acl` (package, one
+  module per AscendCL group): the Python API for user scripts.
 """

@@ -354,14 +354,17 @@ def _task_track_offsets(prog: Program) -> np.ndarray:
 def _truth_frame(parts: list[dict], cats: _Categories) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype="int64") for c in TRUTH_COLUMNS})
+    # column by column, each part's column dropped once copied, and no consolidating copy at the
+    # end: the truth of a 10M-task run is ~1 GB, and parts + a consolidated frame held it twice
     cols = {}
     for c in TRUTH_COLUMNS:
         if c in _Categories.FIELDS:
             continue
-        cols[c] = np.concatenate([p[c] for p in parts])
-    codes = np.concatenate([p["codes"] for p in parts])
+        cols[c] = np.concatenate([p.pop(c) for p in parts])
+    codes = np.concatenate([p.pop("codes") for p in parts])
     for i, f in enumerate(_Categories.FIELDS):
         cols[f] = pd.Categorical.from_codes(codes[:, i], categories=list(cats.values[f]))
-    cols["start_syscnt"] = cols["start_syscnt"].astype(np.uint64)
-    cols["end_syscnt"] = cols["end_syscnt"].astype(np.uint64)
-    return pd.DataFrame(cols, columns=TRUTH_COLUMNS)
+    del codes
+    cols["start_syscnt"] = cols["start_syscnt"].astype(np.uint64, copy=False)
+    cols["end_syscnt"] = cols["end_syscnt"].astype(np.uint64, copy=False)
+    return pd.DataFrame({c: cols.pop(c) for c in TRUTH_COLUMNS}, copy=False)

@@ -108,7 +108,7 @@ class AllReduce:
     def load_records(self, host, t: int, stream: int, task_ids: list[int]) -> int:
         """Node@launch + HCCL API + per-sub-task hccl_info / runtime API / task_track at host time ``t``.
 
-        ``host`` is GE's record collector (``ge._Host``); returns the host time at the end.
+        ``host`` is GE's record collector (:class:`msprof_py.runtime.ge.host.HostRecords`); returns the host time at the end.
         """
         n = host.n
         thread = host.thread

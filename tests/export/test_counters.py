@@ -25,32 +25,14 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden_counters"
 FILES = ("aicpu_0.csv", "dp_0.csv", "l2_cache_0.csv", "msprof_tx.csv", "msprof_tx.json")
 ALL_ON = '{"aicpu": "on", "l2": "on", "msproftx": "on"}'
-SCRIPT = """\
-from msprof_py.runtime import acl
-acl.init()
-acl.rt.set_device(0)
-s = acl.rt.create_stream()
-m = acl.mdl.load_from_file({graph!r})
-acl.mark("begin")
-for i in range(2):
-    r = acl.range_start(f"step {{i}}")
-    acl.prof.push("execute")
-    acl.mdl.execute(m, s)
-    acl.prof.pop()
-    acl.rt.synchronize_stream(s)
-    acl.range_stop(r)
-acl.nn.call("NonZero", [(4096,)], [(4096, 1)])
-acl.rt.synchronize_stream(s)
-acl.finalize()
-"""
+# the run behind the golden files (shared with benchmarks/counters_vs_msprof.py)
+SCRIPT = ROOT / "fixtures" / "scripts" / "counters_train.py"
 
 
 def _collect(tmp: Path, options: str | None) -> Path:
-    script = tmp / "train.py"
-    script.write_text(SCRIPT.format(graph=str(ROOT / "fixtures" / "graphs" / "mlp_train.json")))
     out = tmp / "out"
     args = ["collect", "--fixed-clock", "--output", str(out)] + (["--options", options] if options else [])
-    res = CliRunner().invoke(cli, args + ["--", "python", str(script)])
+    res = CliRunner().invoke(cli, args + ["--", "python", str(SCRIPT)])
     assert res.exit_code == 0, res.output
     (prof,) = [p for p in out.iterdir() if p.name.startswith("PROF_")]
     return prof

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.fuzz import harness, mutate
-from tests.fuzz.campaign import Seed, plan
+from tests.fuzz.campaign import CaseResult, Seed, plan
 
 ROOT = Path(__file__).parents[2]
 FIXTURE = next((ROOT / "fixtures" / "prof_small").glob("PROF_*"))
@@ -52,6 +52,25 @@ def test_seed_warnings_are_not_counted(tmp_path: Path) -> None:
     raw = "device_0/data/stars_soc.data.0.slice_0"
     mutate.apply(mutate.Mutation("truncate", raw, {"size": (FIXTURE / raw).stat().st_size - 7}), prof)
     assert harness.run_case(prof, export=False, known=frozenset(own.warnings)).kind == "warning"
+
+
+def test_silent_changed_values_are_counted_and_logged(tmp_path: Path) -> None:
+    # cntvct_diff -1 moves every host time by 10 ns: no check can tell (real captures hold any
+    # small value), so the case is silent and its decoded tables differ from the seed's
+    fuzz = _fuzz()
+    seed = fuzz.prepare([FIXTURE], tmp_path / "base", False)[0]
+    m = mutate.Mutation("start_log_value", "host/host_start.log", {"key": "cntvct_diff", "value": "-1"})
+    prof = harness.fresh_copy(FIXTURE, tmp_path / "c" / FIXTURE.name)
+    mutate.apply(m, prof)
+    out = harness.run_case(prof, export=False, known=seed.known_warnings)
+    assert out.kind == "silent" and out.changed(seed.digest)
+    r = CaseResult(0, 0, [vars(m)], out.kind, out.where, out.message, True)
+    tally = fuzz.Tally()
+    tally.add(r)
+    fuzz.log_changed(tmp_path, r, [seed])
+    assert tally.silent_changed == 1 and tally.by_kind["start_log_value"] == {"silent": 1, "silent_changed": 1}
+    (line,) = (tmp_path / "silent_changed.jsonl").read_text().splitlines()
+    assert json.loads(line) == {"index": 0, "seed": str(FIXTURE), "mutations": [vars(m)]}
 
 
 def _summary(out: Path) -> dict:

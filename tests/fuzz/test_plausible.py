@@ -2,6 +2,7 @@
 and the clean seeds that must not trigger any: one warning per kind, naming the first place."""
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from msprof_py.errors import WarningLog
 from msprof_py.parse import plausible, reader
 from msprof_py.parse.session import load
-from msprof_py.raw import api_event, context_id_info, stars_soc
+from msprof_py.raw import api_event, context_id_info, node_basic_info, stars_soc, task_track
 
 ROOT = Path(__file__).parents[2]
 FIXTURE = next((ROOT / "fixtures" / "prof_small").glob("PROF_*"))
@@ -55,6 +56,22 @@ def test_clean_seeds_raise_no_plausibility_warning(seed: Path) -> None:
     got = _tallies(seed)
     want = EXPECTED.get(seed.parent.name, [])
     assert len(got) == len(want) and all(str(g).startswith(w) for g, w in zip(got, want)), got
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Our collector's output (with msprof's .done files), one small run per workload shape."""
+    from msprof_py.collect import collect
+
+    out = tmp_path_factory.mktemp("collected")
+    return {name: Path(collect(name, output=out / name, seed=1, fixed_clock=True, **kw).prof_dir)
+            for name, kw in (("single_op", {"iterations": 1}), ("resnet50", {"iterations": 1, "devices": 2}),
+                             ("bert", {"iterations": 1}))}
+
+
+def test_collected_runs_raise_no_plausibility_warning(collected: dict[str, Path]) -> None:
+    for name, prof in collected.items():
+        assert _tallies(prof) == [], name
 
 
 def _api_slice(prof: Path) -> Path:
@@ -201,3 +218,85 @@ def test_dictionary_cut_short(tmp_path: Path, dictionary: str) -> None:
     path.write_bytes(path.read_bytes()[:size - 3])
     msgs = [m for m in _tallies(prof) if "size differs from their .done file" in m]
     assert len(msgs) == 1 and f"{dictionary} byte {size - 3} ({size - 3} bytes, .done says {size})" in msgs[0]
+
+
+@pytest.mark.parametrize("kind", ["aging.compact.node_basic_info.slice_0", "aging.compact.memcpy_info.slice_0",
+                                  "aging.api_event.data.slice_0"])
+def test_slice_removed_but_its_done_file_left(collected: dict[str, Path], tmp_path: Path, kind: str) -> None:
+    # a whole kind removed (optional kinds, or a run's only api_event slice) decoded as "absent"
+    # with no word; msprof's .done marker written after the slice shows that it was there
+    src = collected["bert"]
+    prof = shutil.copytree(src, tmp_path / src.name)
+    (prof / "host/data" / kind).unlink()
+    (msg,) = [m for m in _tallies(prof) if "files missing although their .done / .complete marker" in m]
+    assert f"1 found, the first at {prof / 'host/data' / kind} (only {kind}.done found)" in msg
+
+
+def test_renamed_device_slice_leaves_its_done_file(tmp_path: Path) -> None:
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    dev = prof / "device_0/data"
+    (dev / "stars_soc.data.0.slice_0").rename(dev / "stars_soc.data.0.slice_7")
+    (msg,) = [m for m in _tallies(prof) if "files missing although their .done / .complete marker" in m]
+    assert "1 found" in msg and "device_0/data/stars_soc.data.0.slice_0 (only stars_soc.data.0.slice_0.done" in msg
+
+
+def _set_log(path: Path, key: str, value: str) -> None:
+    path.write_text(re.sub(rf"^{key}:.*$", f"{key}: {value}", path.read_text(), flags=re.M))
+
+
+@pytest.mark.parametrize("log,key", [("host/host_start.log", "cntvct"), ("device_0/dev_start.log.0", "cntvct"),
+                                     ("device_0/host_start.log.0", "clock_monotonic_raw")])
+def test_start_log_counter_and_monotonic_clock_disagree(prof: Path, log: str, key: str) -> None:
+    # cntvct = 0 shifted every host (device) time by the uptime, an hour on the fixture: inside
+    # the window's slack, so nothing else noticed
+    _set_log(prof / log, key, "0")
+    msgs = [m for m in _tallies(prof) if "counter and monotonic clock disagree" in m]
+    assert len(msgs) == 1 and f"{prof / log}: cntvct " in msgs[0], msgs
+
+
+def test_start_info_and_start_log_far_apart(prof: Path) -> None:
+    path = prof / "device_0/start_info.0"
+    path.write_text(path.read_text().replace('"clockMonotonicRaw": "3600000000000"', '"clockMonotonicRaw": "0"'))
+    (msg,) = [m for m in _tallies(prof) if "start_info and host_start.log taken far apart" in m]
+    assert f"{path}: clockMonotonicRaw 0.000 s, host_start.log.0 clock_monotonic_raw 3600.000 s" in msg
+
+
+def test_real_start_log_with_zeroed_counter(tmp_path: Path) -> None:
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    _set_log(prof / "host/host_start.log", "cntvct", "0")
+    assert any("counter and monotonic clock disagree" in m for m in _tallies(prof))
+
+
+@pytest.mark.parametrize("name", ["host/sample.json", "device_0/sample.json", "device_0/end_info.0"])
+def test_metadata_file_removed_but_its_done_file_left(tmp_path: Path, name: str) -> None:
+    # sample.json removed from a real capture changed 400 task types (N/A -> AI_CPU) with no word
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    (prof / name).unlink()
+    (msg,) = [m for m in _tallies(prof) if "files missing although their .done / .complete marker" in m]
+    assert f"1 found, the first at {prof / name} (only {Path(name).name}.done found)" in msg
+
+
+def test_tensor_info_without_node_basic_info(prof: Path) -> None:
+    # node_basic_info removed from a dir without .done files (the fixture, old 310B captures):
+    # op names and types of every task fell back to the task type with no word
+    for p in (prof / "host/data").glob("*.node_basic_info.slice_*"):
+        p.unlink()
+    (msg,) = [m for m in _tallies(prof) if "raw kinds present without the kind they describe" in m]
+    assert "1 found, the first at " in msg and "tensor_info.slice_0 byte 0 (compact.node_basic_info absent)" in msg
+
+
+def test_op_type_missing_from_hash_dic(prof: Path) -> None:
+    # a flipped bit in node_basic_info's op_type: "FastGelu" became a 19-digit number with no word
+    path, off = _record(prof, "host", node_basic_info.FILE_TAG, node_basic_info.DTYPE, 0)
+    _patch(path, off + node_basic_info.DTYPE.fields["op_type"][1], "<Q", 12345)
+    (msg,) = [m for m in _tallies(prof) if "op type is not in hash_dic" in m]
+    assert f"1 found, the first at {path} byte {off}" in msg
+
+
+def test_task_type_missing_from_type_info_dic(tmp_path: Path) -> None:
+    # a flipped bit in task_track's task_type: the task's type (and op name) became a number
+    prof = shutil.copytree(REAL, tmp_path / REAL.name)
+    path, off = _record(prof, "host", task_track.FILE_TAG, task_track.DTYPE, 1)
+    _patch(path, off + task_track.DTYPE.fields["task_type"][1], "<I", 0x7FFF)
+    (msg,) = [m for m in _tallies(prof) if "task type is not in type_info_dic" in m]
+    assert f"1 found, the first at {path} byte {off}" in msg

@@ -101,3 +101,17 @@ def test_join_invariants(tmp_path_factory, seed, n_static, replays, n_dyn, start
     static = dev[dev["model_id"] == 1]
     if len(static):
         assert static.groupby(["stream_id", "task_id", "context_id"])["connection_id"].nunique().max() == 1
+
+
+@given(keys=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2 ** 64 - 1), st.booleans()), max_size=40),
+       narrow=st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_stars_pairing_order_is_the_lexsort(keys, narrow) -> None:
+    """The packed single-key sort of STARS logs gives lexsort's order (ties kept in file order),
+    also when the time span forces the lexsort fallback."""
+    from msprof_py.parse.records.stars_soc import _order
+
+    key = np.array([k for k, _, _ in keys], np.int64)
+    ts = np.array([t % 1000 if narrow else t for _, t, _ in keys], np.uint64)
+    start = np.array([s for _, _, s in keys], bool)
+    assert np.array_equal(_order(key, ts, start), np.lexsort((~start, ts, key)))

@@ -108,7 +108,7 @@ def _params(name: str) -> list[str]:
 def _natural_shape(op, ins) -> tuple[int, ...]:
     """The shape an op's computation has before any reshape to the declared output: a matmul's
     broadcast batch dims + (M, N), else what the kernel returned."""
-    from msprof_py.precision.kernels import _mm_operands
+    from msprof_py.precision.kernels.cube import _mm_operands
 
     a, b = _mm_operands(op, ins[0], ins[1])
     return tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2])) + (a.shape[-2], b.shape[-1])
@@ -179,7 +179,7 @@ def test_transformer_fault_is_named_as_a_computation_error(name, op, short_dir):
 def test_backward_matmuls_are_shape_consistent_too(name):
     """The backward pass is not executed numerically, but the profiler times it from its shapes:
     every MatMul/BatchMatMul gradient must multiply operands that fit and give its declared output."""
-    from msprof_py.precision.kernels import _mm_operands
+    from msprof_py.precision.kernels.cube import _mm_operands
 
     g = load_workload(name, SMALL[name]).workload.graph
     mms = [op for op in g.ops if op.type in ("MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2")]

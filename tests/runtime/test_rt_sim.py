@@ -240,10 +240,10 @@ def test_device_starts_after_the_host_submits(resnet2) -> None:
 
 def test_ge_splits_a_model_stream_before_its_task_ids_wrap(monkeypatch) -> None:
     """A static model never wraps a stream (replays must keep their ids): GE moves on to a new stream."""
-    from msprof_py.runtime import ge
+    from msprof_py.runtime.ge import static
     from msprof_py.runtime.workloads import get_workload
 
-    monkeypatch.setattr(ge, "MAX_MODEL_STREAM_TASKS", 50)
+    monkeypatch.setattr(static, "MAX_MODEL_STREAM_TASKS", 50)
     res = run(get_workload("bert", batch=2, seq_len=32, layers=2), iterations=2, seed=0)
     t = res.truth
     model = t[t.stream_id != 2]

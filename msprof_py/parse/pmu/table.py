@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
+from msprof_py.parse.cats import frame
 from msprof_py.parse.meta import ResultDir
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.assoc import COUNTER_COLS
@@ -107,7 +108,7 @@ def build(device_id: int, rd: ResultDir, dp: DevicePmu | None, tasks: pd.DataFra
                           f"platform_version {rd.info.get('platform_version')!r}; PMU columns left out")
             return pd.DataFrame(columns=KEY_COLS)
         out.update(_legacy(rd, c, dp, block_num, aic_set, aic_mhz))
-    return pd.DataFrame(out)
+    return frame(out)  # the columns as computed: no consolidating copy of ~30 float columns
 
 
 def _side(calc: str, counters: np.ndarray, events: tuple[int, ...], cyc: np.ndarray, block: np.ndarray,
@@ -128,12 +129,12 @@ def _v4(rd: ResultDir, c: pd.DataFrame, dp: DevicePmu, block_num: np.ndarray, mi
     freq = freq_at(c["end"].to_numpy(np.uint64), *dp.freq_conv, bw_hz)
     accel = c["accel"].to_numpy()
     cyc = c["total_cycle"].to_numpy(np.uint64).astype(np.float64)
-    cnt = c[COUNTER_COLS].to_numpy(np.uint64).astype(np.float64)
+    cnt = _counters(c)
     n = len(c)
-    zero_cnt, zero = np.zeros((n, len(COUNTER_COLS))), np.zeros(n)
-    # the other core of MIX tasks: sum of its first mix_block_num block records
+    # the other core of MIX tasks: sum of its first mix_block_num block records (np.zeros: pages
+    # are only backed where a MIX task's sum lands)
     b = dp.block
-    bcyc, bcnt = zero.copy(), zero_cnt.copy()
+    bcyc, bcnt = np.zeros(n), np.zeros((n, len(COUNTER_COLS)))
     if len(b):
         want_core = np.where(accel == MIX_AIC, 1, 0)
         row = pd.Series(np.arange(n), index=c["task"].to_numpy())
@@ -148,23 +149,41 @@ def _v4(rd: ResultDir, c: pd.DataFrame, dp: DevicePmu, block_num: np.ndarray, mi
     mix = np.isin(accel, [MIX_AIC, MIX_AIV])
     # AIC side: context values on AIC/MIX_AIC tasks, block sums on MIX_AIV, zeros on AIV
     a_cyc = np.where(aic_main, cyc, np.where(accel == MIX_AIV, bcyc, 0.0))
-    a_cnt = np.where(aic_main[:, None], cnt, np.where((accel == MIX_AIV)[:, None], bcnt, 0.0))
+    a_cnt = _pick(cnt.copy(), aic_main, accel == MIX_AIV, bcnt)
     a_blk = np.where(accel == MIX_AIV, mix_block_num, block_num)
     v_cyc = np.where(~aic_main & (accel != MIX_AIC), cyc, np.where(accel == MIX_AIC, bcyc, 0.0))
-    v_cnt = np.where((accel == AIV)[:, None] | (accel == MIX_AIV)[:, None], cnt,
-                     np.where((accel == MIX_AIC)[:, None], bcnt, 0.0))
+    v_cnt = _pick(cnt, (accel == AIV) | (accel == MIX_AIV), accel == MIX_AIC, bcnt)  # cnt itself: last use
+    del cnt
     v_blk = np.where(accel == MIX_AIC, mix_block_num, block_num)
     # block records are counted with the other core's events and core count (msprof's CalculatePmuMetric)
     aic = _side(aic_set, a_cnt, aic_ev, a_cyc, a_blk, aic_core, freq, bw_hz, "aic_")
     aiv = _side(aiv_set, v_cnt, aiv_ev, v_cyc, v_blk, aiv_core, freq, bw_hz, "aiv_")
     # sides that do not exist for the task type are zero (msprof ConstructData)
     for side, keep in ((aic, aic_main | mix), (aiv, ~aic_main | mix)):
-        for k, v in side.items():
-            side[k] = np.where(keep, v, 0).astype(v.dtype)
+        drop = ~keep
+        for v in side.values():
+            v[drop] = 0  # each column is a fresh array of its own (compute / _side): in place
     with np.errstate(divide="ignore", invalid="ignore"):
         base = aic["aic_total_cycles"] / (aic_mhz * aic_core) * 100 if aic_mhz and aic_core else \
             np.full(len(c), np.nan)
     return {**aic, **aiv, CUBE_BASE: base}
+
+
+def _counters(c: pd.DataFrame) -> np.ndarray:
+    """The (n, 8) counter matrix as float64 (one array: no uint64 copy first)."""
+    out = np.empty((len(c), len(COUNTER_COLS)))
+    for i, col in enumerate(COUNTER_COLS):
+        out[:, i] = c[col].to_numpy(np.uint64)
+    return out
+
+
+def _pick(own: np.ndarray, keep: np.ndarray, other: np.ndarray, other_values: np.ndarray) -> np.ndarray:
+    """``own`` rows where ``keep``, ``other_values`` rows where ``other`` (disjoint), else 0, in
+    place of ``own`` (what ``np.where(keep, own, np.where(other, other_values, 0))`` gives
+    without its two full-size temporaries)."""
+    own[~keep] = 0.0
+    own[other] = other_values[other]
+    return own
 
 
 def _legacy(rd: ResultDir, c: pd.DataFrame, dp: DevicePmu, block_num: np.ndarray, aic_set: str,
@@ -174,7 +193,7 @@ def _legacy(rd: ResultDir, c: pd.DataFrame, dp: DevicePmu, block_num: np.ndarray
     events = M.parse_events(rd.sample.get("ai_core_profiling_events")) or M.LEGACY_EVENTS.get(aic_set, ())
     freq = freq_at(c["end"].to_numpy(np.uint64), *dp.freq_info, aic_mhz * M.FREQ_TO_HZ)
     cyc = c["total_cycle"].to_numpy(np.uint64).astype(np.float64)
-    cnt = c[COUNTER_COLS].to_numpy(np.uint64).astype(np.float64)
+    cnt = _counters(c)
     t = np.round(M.total_time_us(cyc, np.floor(freq), block_num, core), 2)
     out: dict[str, np.ndarray] = {"total_time": t, "total_cycles": cyc.astype(np.int64)}
     safe = np.where(cyc != 0, cyc, 1.0)

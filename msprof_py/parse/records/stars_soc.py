@@ -52,7 +52,7 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
 def pair(stream, task, ctx, ts, is_start, tcode, warnings: WarningLog, where: str) -> dict[str, np.ndarray]:
     """Queue-merge start/end logs per (stream, task, context) key (vectorised)."""
     key = group_codes(stream, task, ctx)
-    order = np.lexsort((~is_start, ts, key))  # by key, time; a start before an end at equal time
+    order = _order(key, ts, is_start)  # by key, time; a start before an end at equal time
     k, t, st = key[order], ts[order], is_start[order]
     s_pos = np.flatnonzero(st)
     e_pos = np.flatnonzero(~st)
@@ -86,6 +86,21 @@ def pair(stream, task, ctx, ts, is_start, tcode, warnings: WarningLog, where: st
     }
     o = np.argsort(start, kind="stable")
     return {name: (v[o] if not isinstance(v, pd.Categorical) else v[o]) for name, v in out.items()}
+
+
+def _order(key: np.ndarray, ts: np.ndarray, is_start: np.ndarray) -> np.ndarray:
+    """Stable order by (key, time, end after start): one argsort of a packed int64 when key and
+    time span fit in 62 bits together (a lexsort of three columns costs ~3x more), else lexsort."""
+    if not len(key):
+        return np.zeros(0, np.int64)
+    t = np.asarray(ts, np.uint64)
+    lo, hi = int(t.min()), int(t.max())
+    span = hi - lo + 1
+    if (int(key.max()) + 1) * span * 2 < 2 ** 62:
+        packed = (key.astype(np.int64) * np.int64(span) + (t - np.uint64(lo)).astype(np.int64)) * 2
+        packed += ~is_start
+        return np.argsort(packed, kind="stable")
+    return np.lexsort((~is_start, ts, key))
 
 
 def type_names(tcode: np.ndarray) -> pd.Categorical:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.parse import cats
+from msprof_py.parse.keys import group_codes
 
 from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw.tensor_info import DATA_TYPES, FORMATS, INPUT, MAX_TENSORS, OUTPUT
@@ -53,17 +54,30 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     if n > 1:
         cont[1:] = (ts[1:] == ts[:-1]) & (op_hash[1:] == op_hash[:-1]) & (thread[1:] == thread[:-1])
     if cont.any():
-        group = np.cumsum(~cont) - 1
-        df = pd.DataFrame({f: np.asarray(cols[f], dtype=object) for f in FIELDS})
-        df["g"] = group
-        merged = df.groupby("g", sort=True).agg(lambda s: ";".join(x for x in s if x))
         head = ~cont
-        cols = {f: pd.Categorical(merged[f].to_numpy(dtype=object)) for f in FIELDS}
+        cols = _merge_runs(head, inverse, strings)
         ts, thread, op_hash = ts[head], thread[head], op_hash[head]
     out = {"thread_id": thread, "timestamp": ts, "op_name": ctx.dicts.resolve_hash(op_hash)}
     out.update(cols)
     return out
 
+
+def _merge_runs(head: np.ndarray, body: np.ndarray, strings: list[tuple[str, ...]]) -> dict[str, pd.Categorical]:
+    """One row per run of records (``head`` marks each run's first record): each field the
+    non-empty strings of the run's bodies joined by ";".  Runs are told apart by their
+    sequence of body codes, so the strings are joined once per distinct sequence."""
+    start = np.flatnonzero(head)
+    length = np.diff(np.append(start, len(head)))
+    seq = []  # column k: code of the run's k-th body (-1 past its end)
+    for k in range(int(length.max())):
+        has = length > k
+        seq.append(np.where(has, body[np.minimum(start + k, len(head) - 1)], -1))
+    run_code = group_codes(*seq)
+    first = np.full(int(run_code.max()) + 1, -1, np.int64)
+    first[run_code[::-1]] = np.arange(len(run_code))[::-1]  # first run of each distinct sequence
+    joined = [tuple(";".join(x for x in (strings[body[start[r] + k]][i] for k in range(int(length[r]))) if x)
+                    for i in range(len(FIELDS))) for r in first]
+    return {f: cats.from_codes(run_code, [j[i] for j in joined]) for i, f in enumerate(FIELDS)}
 
 
 def _strings(rec: np.ndarray, num: int) -> tuple[str, ...]:
