@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from msprof_py.export.rows import RowBuilder
 from msprof_py.export.table_writer import Col
 from msprof_py.export.trace_events import Counters, Meta, format_pid
 from msprof_py.parse.pmu import metrics as M
@@ -58,9 +59,18 @@ def sqlite_real_text(values: np.ndarray) -> np.ndarray:
     k + 0.5), where the two round the binary value differently; those rare values are rounded
     by SQLite itself, so the result is SQLite's on every input."""
     v = np.asarray(values, np.float64)
-    s = np.char.mod("%.3f", np.round(v, 3) + 0.0)
-    s = np.char.rstrip(s, "0")
-    s = np.where(np.char.endswith(s, "."), np.char.add(s, "0"), s)
+    r = np.round(v, 3) + 0.0
+    # "%.3f" of r is k/1000 printed with 3 decimals, k = r * 1000 as an integer, wherever the
+    # double's step is far below 0.0005 (|r| < 1e9): printed by integer arithmetic then; others
+    # (huge, NaN, inf) by np.char.mod
+    fast = np.abs(r) < 1e9
+    s = np.empty(len(v), dtype=object)
+    if fast.any():
+        k = np.rint(r[fast] * 1000.0).astype(np.int64)
+        s[fast] = [t.rstrip("0") for t in RowBuilder(len(k)).us3(k).lit("\n").to_bytes().decode().split("\n")[:-1]]
+    if not fast.all():
+        s[~fast] = np.char.rstrip(np.char.mod("%.3f", r[~fast]), "0")
+    s = np.array([t + "0" if t.endswith(".") else t for t in s.tolist()], dtype=str)
     scaled = v * 1000.0
     near_tie = np.abs(scaled - np.floor(scaled) - 0.5) <= 16 * np.spacing(np.abs(scaled)) + 1e-9
     if near_tie.any():
@@ -117,9 +127,10 @@ def _metric_texts(vals: np.ndarray, fmt: Any, hit: np.ndarray, total: int, order
     """One metric's op_summary cells, already in the final row order: ``fmt`` (elementwise) of
     each distinct value once, "N/A" for the rows without PMU data and the communication rows
     (not one Python string per task: 25 metrics x 500 k tasks made ~1 GB of them)."""
-    uniq, inv = np.unique(vals, return_inverse=True)
-    texts = np.asarray(fmt(uniq), dtype=object).astype(str).astype(object)
-    cats, remap = np.unique(np.append(texts, np.array(["N/A"], dtype=object)), return_inverse=True)
+    # distinct values by hashing (the order of the categories does not show in the output)
+    inv, uniq = pd.factorize(vals, use_na_sentinel=False)
+    texts = np.asarray(fmt(np.asarray(uniq)), dtype=object).astype(str).astype(object)
+    remap, cats = pd.factorize(np.append(texts, np.array(["N/A"], dtype=object)))
     codes = np.full(total, remap[-1], np.int64)
     codes[np.flatnonzero(hit)] = remap[:-1][inv.reshape(-1)]
     return pd.Categorical.from_codes(codes[order], categories=pd.Index(cats, dtype=object))

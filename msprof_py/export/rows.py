@@ -151,26 +151,37 @@ def us3_block(ns: np.ndarray) -> np.ndarray:
 
 def text_table(values: Sequence[str]) -> np.ndarray:
     """Strings -> ``(len(values), maxlen)`` NUL-padded UTF-8 matrix."""
-    return _bytes_table([s.encode("utf-8") for s in values])
+    return _bytes_table(encode_all(values))
+
+
+def encode_all(values: Sequence[str]) -> list[bytes]:
+    """UTF-8 of each string, encoded as one joined string and split again (no Python call per
+    value).  NUL is the padding byte of the row buffers, so a string holding one is refused
+    (callers escape it first)."""
+    if not values:
+        return []
+    encoded = "\0".join(values).encode("utf-8").split(b"\0")
+    if len(encoded) != len(values):
+        raise ValueError("row text must not contain NUL characters; escape them first")
+    return encoded
 
 
 def _bytes_table(encoded: list[bytes]) -> np.ndarray:
-    blob = b"".join(encoded)
-    if b"\0" in blob:  # NUL is the padding byte: callers escape it first
-        raise ValueError("row text must not contain NUL characters; escape them first")
-    lens = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-    width = int(lens.max()) if len(lens) else 0
-    mat = np.zeros((len(encoded), max(width, 1)), dtype=np.uint8)
-    if len(blob):  # scatter all strings at once: row = string index, column = byte position
-        starts = np.cumsum(lens) - lens
-        rows = np.repeat(np.arange(len(encoded)), lens)
-        mat[rows, np.arange(len(blob)) - np.repeat(starts, lens)] = np.frombuffer(blob, dtype=np.uint8)
-    return mat
+    """NUL-free byte strings -> ``(len, maxlen)`` uint8 matrix, NUL-padded on the right: numpy's
+    fixed-width ``S`` dtype is exactly that layout (built in C, no per-byte index arrays)."""
+    width = max(1, max(map(len, encoded), default=0))
+    return np.array(encoded, dtype=f"S{width}").view(np.uint8).reshape(len(encoded), width)
+
+
+def code_dtype(n: int) -> type:
+    """The smallest signed integer type holding the codes of ``n`` texts (and -1)."""
+    return np.int8 if n <= 127 else np.int16 if n <= 32767 else np.int32 if n < 2**31 else np.int64
 
 
 # adjacent categorical segments are joined into one (see RowBuilder._layout) while the joined
 # table stays small: at most this many distinct combinations, and at most one per 8 rows
 MERGE_MAX = 1 << 16
+MERGE_MAX_BYTES = 8 << 20  # and its padded table (kept while the rows are written) under 8 MiB
 
 
 def _merge_cats(a: tuple[np.ndarray, list[bytes]], sep: bytes,
@@ -180,22 +191,24 @@ def _merge_cats(a: tuple[np.ndarray, list[bytes]], sep: bytes,
     (ca, ta), (cb, tb) = a, b
     if len(ta) * len(tb) >= 1 << 62:
         return None
+    width = max(map(len, ta), default=0) + len(sep) + max(map(len, tb), default=0)
     key = ca.astype(np.int64) * len(tb) + cb
     if len(ta) * len(tb) <= max(1 << 20, 4 * n):  # few possible pairs: mark the ones used
         used = np.zeros(len(ta) * len(tb), dtype=bool)
         used[key] = True
         uniq = np.flatnonzero(used)
-        if len(uniq) > min(MERGE_MAX, max(256, n // 8)):
+        if len(uniq) > min(MERGE_MAX, max(256, n // 8)) or len(uniq) * width > MERGE_MAX_BYTES:
             return None
-        code_of = np.zeros(len(used), dtype=np.intp)
+        code_of = np.zeros(len(used), dtype=code_dtype(len(uniq)))
         code_of[uniq] = np.arange(len(uniq))
         codes = code_of[key]
     else:
         codes, uniq = pd.factorize(key, sort=False)
-        if len(uniq) > min(MERGE_MAX, max(256, n // 8)):
+        if len(uniq) > min(MERGE_MAX, max(256, n // 8)) or len(uniq) * width > MERGE_MAX_BYTES:
             return None
     ia, ib = np.divmod(np.asarray(uniq, dtype=np.int64), len(tb))
-    return np.asarray(codes, dtype=np.intp), [ta[x] + sep + tb[y] for x, y in zip(ia.tolist(), ib.tolist())]
+    texts = [ta[x] + sep + tb[y] for x, y in zip(ia.tolist(), ib.tolist())]
+    return np.asarray(codes).astype(code_dtype(len(uniq)), copy=False), texts
 
 
 def _cat_block(codes: np.ndarray, texts: list[bytes]) -> tuple[int, None, Fill]:
@@ -251,10 +264,11 @@ class RowBuilder:
     def cat(self, codes: np.ndarray, table: Sequence[str]) -> "RowBuilder":
         """``table[codes[i]]`` per row (a code of -1: the last text); ``table`` holds the
         already escaped/quoted texts."""
-        texts = [t.encode("utf-8") for t in table]
-        c = np.asarray(codes, dtype=np.intp)
+        texts = encode_all(table)
+        c = np.asarray(codes)
+        c = c.astype(code_dtype(len(texts)) if c.dtype.kind in "iu" and len(c) else np.intp, copy=False)
         if len(c) and len(texts) and c.min() < 0:
-            c = np.where(c < 0, c + len(texts), c)
+            c = np.where(c < 0, c + len(texts), c).astype(c.dtype, copy=False)
         return self._add("cat", (c, texts))
 
     def strings(self, values: pd.Series | np.ndarray | Sequence[str],

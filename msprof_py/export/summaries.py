@@ -28,9 +28,9 @@ from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, device_ids, of_device
 from msprof_py.export.summary_format import _stats, dbl, i64, quoted, stem, text  # noqa: F401  (re-exported)
 from msprof_py.export.table_writer import Col, write_table
-from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cpp_export, cat_isin, cat_where, info_names,
-                                    info_types, is_level0, legacy_layout, op_info, shown_task_types, shown_tasks,
-                                    span_durations, summary_tasks, task_time_tasks, task_types)
+from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cat_isin, cat_where, cpp_export, info_names,
+                                    info_types, is_level0, legacy_layout, na_cat, op_info, shown_task_types,
+                                    shown_tasks, span_durations, summary_tasks, task_time_tasks, task_types)
 from msprof_py.export.wait_time import cpp_wait_texts
 from msprof_py.parse.session import Session
 
@@ -58,6 +58,11 @@ OP_SUMMARY_TASK_COLUMNS = [
     "model_id", "task_id", "stream_id", "context_id", "start_ns", "dur_ns", "op_name", "op_type", "task_type",
     "host_task_type", "device_task_type", "kernel_name", "op_state", "block_num", "mix_block_num", "hf32_eligible",
     "input_shapes", "input_data_types", "input_formats", "output_shapes", "output_data_types", "output_formats"]
+
+# the task columns task_time reads
+TASK_TIME_TASK_COLUMNS = [
+    "match", "op_type", "op_name", "kernel_name", "task_type", "host_task_type", "device_task_type", "stream_id",
+    "task_id", "start_ns", "dur_ns", "span_ns"]
 
 HOST_DEVICE_ID = 64  # msprof's host "device"
 
@@ -276,19 +281,17 @@ class TaskTime:
 
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        t = task_time_tasks(session, dev)
+        t = task_time_tasks(session, dev, TASK_TIME_TASK_COLUMNS)
         if len(t) == 0:
             return []
         # kernel_name: the host task's kernel name ("N/A" for non-kernel tasks); a device-only task:
         # its TaskInfo op name, else N/A (msprof's TaskTimeAssembler)
-        no_host = (t["match"].astype(str) == "device_only").to_numpy()
-        kern = cat_where(no_host, cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]), as_cat(np.full(len(t), "N/A",
-                                                                                                    dtype=object)),
-                                            info_names(t)), as_cat(t["kernel_name"]))
+        no_host = cat_isin(as_cat(t["match"]), ["device_only"])
+        kern = cat_where(no_host, cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]), na_cat(len(t)), info_names(t)),
+                         as_cat(t["kernel_name"]))
         kind = shown_task_types(t, is_level0(session))
         if not cpp_export(session):  # msprof's Python path: the op name (else N/A), the runtime task type
-            kern = cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]),
-                             as_cat(np.full(len(t), "N/A", dtype=object)), as_cat(t["op_name"]))
+            kern = cat_where(cat_isin(as_cat(t["op_type"]), ["N/A"]), na_cat(len(t)), as_cat(t["op_name"]))
             kind = ascend_task_types(t)
         start, span = i64(t["start_ns"]), span_durations(t)
         # the stop: the C++ analysis shows its end (start + op_summary's duration), the Python path

@@ -13,6 +13,7 @@ whole column, by :class:`~msprof_py.export.rows.RowBuilder`:
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,8 @@ import orjson
 import pandas as pd
 
 from msprof_py.export.base import write_chunks
-from msprof_py.export.rows import RowBuilder
+from msprof_py.export.rows import RowBuilder, code_dtype
+from msprof_py.export.trace_events import jstr_many
 
 
 @dataclass
@@ -65,6 +67,30 @@ def csv_cell(s: str, always: bool = False) -> str:
     return s
 
 
+_CSV_SPECIAL = re.compile('[,"\n\r\x00]')
+
+
+def csv_cells(texts: list[str], always: bool = False) -> list[str]:
+    """:func:`csv_cell` of each text; when none needs quoting or escaping (one regex scan of
+    them all), the texts themselves, without a Python call per distinct value."""
+    if not always and not _CSV_SPECIAL.search("".join(texts)):
+        return texts
+    return [csv_cell(c, always) for c in texts]
+
+
+def json_cells(texts: list[str], number: bool) -> list[str]:
+    """:func:`_json_text` of each text: with ``number``, texts that ``float`` accepts are
+    written as they are (all of them checked by one numpy cast, which calls ``float`` on each),
+    the others as JSON strings (one orjson call for all)."""
+    if number:
+        try:
+            np.array(texts, dtype=object).astype(np.float64)
+            return texts
+        except (ValueError, TypeError):
+            return [_json_text(c, True) for c in texts]
+    return jstr_many(texts)
+
+
 def _json_str(s: str) -> str:
     return orjson.dumps(s).decode()
 
@@ -82,14 +108,16 @@ def _json_text(s: str, number: bool) -> str:
 def _factorize(values: Any) -> tuple[np.ndarray, list[str]]:
     if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
         cat = pd.Categorical(values)
-        codes = np.asarray(cat.codes, dtype=np.int64)
         cats = [str(c) for c in cat.categories.tolist()]
+        # codes stay as small as pandas keeps them (int8 / int16 for most columns): every text
+        # column holds its codes for all rows while the table is written
+        codes = np.asarray(cat.codes).astype(code_dtype(len(cats) + 1), copy=False)
         if (codes < 0).any():  # NaN -> N/A
-            codes = np.where(codes < 0, len(cats), codes)
+            codes = np.where(codes < 0, len(cats), codes).astype(codes.dtype, copy=False)
             cats.append("N/A")
         return codes, cats
     codes, uniques = pd.factorize(pd.Series(values, dtype=object).fillna("N/A"), sort=False)
-    return np.asarray(codes, dtype=np.int64), [str(u) for u in uniques]
+    return np.asarray(codes).astype(code_dtype(len(uniques)), copy=False), [str(u) for u in uniques]
 
 
 def _add_cell(rb: RowBuilder, col: Col, json_mode: bool) -> None:
@@ -99,9 +127,9 @@ def _add_cell(rb: RowBuilder, col: Col, json_mode: bool) -> None:
         if json_mode:
             if col.quote:  # the quotes are CSV presentation; JSON strings need none
                 cats = [c[1:-1] if len(c) >= 2 and c[0] == c[-1] == '"' else c for c in cats]
-            texts = [_json_text(c, col.number) for c in cats]
+            texts = json_cells(cats, col.number)
         else:
-            texts = [csv_cell(c, col.quote) for c in cats]
+            texts = csv_cells(cats, col.quote)
         rb.cat(codes, texts or [""])
         return
     na = col.na_mask if col.na_mask is not None and np.any(col.na_mask) else None

@@ -37,6 +37,11 @@ def as_cat(col: Any) -> pd.Categorical:
     return pd.Categorical.from_codes(inverse[codes], categories=pd.Index(list(uniq), dtype=object))
 
 
+def na_cat(n: int) -> pd.Categorical:
+    """``n`` rows of "N/A" (no per-row string)."""
+    return pd.Categorical.from_codes(np.zeros(n, np.int8), categories=pd.Index(["N/A"], dtype=object))
+
+
 def cat_where(cond: np.ndarray, a: pd.Categorical, b: pd.Categorical) -> pd.Categorical:
     """Row-wise ``a if cond else b`` for categoricals, without per-row strings."""
     cats = pd.Index(list(dict.fromkeys([*a.categories, *b.categories])), dtype=object)
@@ -211,13 +216,16 @@ def shown_task_types(t: pd.DataFrame, level0: bool) -> pd.Categorical:
     return cat_where(use_info, info_tt, ascend_task_types(t))
 
 
-def task_time_tasks(session: Session, device_id: int) -> pd.DataFrame:
+def task_time_tasks(session: Session, device_id: int, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """task_time's rows (msprof's FilterAscendTaskData): every executed task; where several rows
     share (stream, task, batch) and a context 0 row comes before any other sub-task (a MIX
-    kernel), only the context 0 rows.  Ordered by start time."""
+    kernel), only the context 0 rows.  Ordered by start time.  ``columns``: only these (plus
+    the ones the rule reads)."""
     t = session.tasks
     start = t["start_ns"].to_numpy(dtype=np.int64)
     rows = np.flatnonzero((t["device_id"].to_numpy(dtype=np.int64) == device_id) & (start >= 0))
+    if columns is not None:
+        t = t[list(dict.fromkeys([*columns, "stream_id", "task_id", "batch_id", "context_id"]))]
     t = t.take(rows[np.lexsort((t["stream_id"].to_numpy(np.int64)[rows], start[rows]))])  # one copy
     ctx = t["context_id"].to_numpy(dtype=np.int64)
     if not (ctx == 0).any():

@@ -131,3 +131,27 @@ def test_ints_and_us_over_the_whole_int64_range(values: list[int]) -> None:
     v = np.array(values, dtype=np.int64)
     got = rows.RowBuilder(len(v)).int(v).lit(",").us3(v).lit("\n").to_bytes().decode()
     assert got == "".join(f"{x},{ref_us(x)}\n" for x in values)
+
+
+@given(st.lists(st.one_of(st.floats(-1e12, 1e12), st.sampled_from([0.0, -0.0, 0.0005, -0.0005, 12.3455, 1e9,
+                                                                      999999999.9995, math.nan, math.inf])),
+                min_size=1, max_size=50))
+@settings(max_examples=150, deadline=None)
+def test_pmu_real_text_matches_printf(values: list[float]) -> None:
+    """op_summary's PMU cells (integer-printed below 1e9) against ``%.3f`` of numpy's round per
+    value, trailing zeros stripped (SQLite's own text where the two roundings may differ)."""
+    import sqlite3
+
+    from msprof_py.export.pmu_export import sqlite_real_text
+
+    con = sqlite3.connect(":memory:")
+    want = []
+    for x in values:
+        t = ("%.3f" % (float(np.round(x, 3)) + 0.0)).rstrip("0")
+        t = t + "0" if t.endswith(".") else t
+        scaled = x * 1000.0
+        if math.isfinite(x) and abs(scaled - math.floor(scaled) - 0.5) <= 16 * np.spacing(abs(scaled)) + 1e-9:
+            t = con.execute("SELECT CAST(ROUND(?, 3) AS TEXT)", (x,)).fetchone()[0]
+        want.append(t)
+    with np.errstate(invalid="ignore"):
+        assert sqlite_real_text(np.array(values, dtype=np.float64)).tolist() == want
