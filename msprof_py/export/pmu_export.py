@@ -180,10 +180,14 @@ DB_CHUNK_ROWS = 16_384  # task rows per TASK_PMU_INFO insert
 
 
 def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None,
-              string_id: Any) -> None:
+              string_id: Any, pmu: bool = True, freq: bool = True, created: set[str] | None = None) -> None:
     """Create and fill TASK_PMU_INFO (one row per TASK row with PMU data and metric, value as
-    msprof stores it: unrounded, the metric_summary name without ``_extra``) and AICORE_FREQ."""
-    p = _pmu(session)
+    msprof stores it: unrounded, the metric_summary name without ``_extra``) and AICORE_FREQ.
+
+    A DB written one device at a time calls this per device (``pmu`` / ``freq``: which of the two
+    tables; ``created``: the tables already created, updated here, so each is created once)."""
+    created = set() if created is None else created
+    p = _pmu(session) if pmu else pd.DataFrame(columns=KEY_COLS)
     names = metric_columns(p)
     if names and tasks is not None and len(tasks):
         rows_idx = np.full(len(tasks), -1, np.int64)
@@ -196,7 +200,7 @@ def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | N
             rows_idx[sel] = np.where(got >= 0, pd_.index.to_numpy()[np.maximum(got, 0)], -1)
         hit = np.flatnonzero(rows_idx >= 0)
         if len(hit):
-            _create(con, "TASK_PMU_INFO")
+            _create(con, "TASK_PMU_INFO", created)
             ids = np.asarray([string_id(M.db_name(n)) for n in names], np.int64)
             rows, gids = rows_idx[hit], np.asarray(gid)[hit]
             # a chunk of task rows at a time: (rows x metrics) Python objects alive, not the whole
@@ -208,8 +212,8 @@ def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | N
                                 zip(np.repeat(gids[lo:lo + DB_CHUNK_ROWS], len(names)).tolist(),
                                     np.tile(ids, len(r)).tolist(), [_sql_num(v) for v in flat]))
     f = session.aicore_freq
-    if len(f):
-        _create(con, "AICORE_FREQ")
+    if freq and len(f):
+        _create(con, "AICORE_FREQ", created)
         con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)",
                         zip(f["device_id"].to_numpy(np.int64).tolist(), f["timestamp_ns"].to_numpy(np.int64).tolist(),
                             f["freq_mhz"].to_numpy(np.int64).tolist()))
@@ -221,7 +225,10 @@ def _sql_num(v: Any) -> Any:
     return float(v)
 
 
-def _create(con: sqlite3.Connection, name: str) -> None:
+def _create(con: sqlite3.Connection, name: str, created: set[str]) -> None:
+    if name in created:
+        return
+    created.add(name)
     con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in DB_TABLES[name]) + ")")
 
 

@@ -17,7 +17,10 @@ NA_ID = 4294967295
 
 
 def device_ids(session: Session) -> list[int]:
-    """Devices to export: the session's device dirs plus any device that ran tasks."""
+    """Devices to export: the session's device dirs plus any device that ran tasks (all the PROF
+    dir's when the session holds one device's tables: ``Session.all_devices``)."""
+    if session.all_devices is not None:
+        return list(session.all_devices)
     ids: set[int] = set()
     for name in ("devices", "tasks", "steps", "communication"):
         df = getattr(session, name)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import sqlite3
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from msprof_py.export.unified_db_enums import (API_TYPES, CHIP_NAMES, DEFAULT_HO
                                                UNKNOWN_CHIP)
 from msprof_py.export.views import (api_names, as_cat, ascend_task_types, info_names, info_types, is_level0,
                                     op_info)
+from msprof_py.parse.build import join_parts
 from msprof_py.parse.session import Session
 
 TABLES: dict[str, list[tuple[str, str]]] = {
@@ -128,14 +130,23 @@ def _i64(col: Any) -> np.ndarray:
     return v.fillna(-1).to_numpy(dtype=np.int64)
 
 
-def write_db(session: Session, path: Path) -> Path:
-    """Write the unified DB to ``path`` atomically (temporary file in the same dir, then rename)."""
+Parts = Callable[[], Iterable[Session]]
+"""The device tables one device at a time: each call iterates sessions of the host tables and
+one device's (in device order, categoricals over the whole session's categories)."""
+
+
+def write_db(session: Session, path: Path, parts: Parts | None = None) -> Path:
+    """Write the unified DB to ``path`` atomically (temporary file in the same dir, then rename).
+
+    With ``parts``, ``session`` gives the host tables and ``parts`` the device tables, read one
+    device at a time (a table's rows are inserted device after device, so the file has the bytes
+    of the whole session's DB while only one device's tables are in memory)."""
     with temp_path(path) as tmp:
         con = sqlite3.connect(tmp)
         try:
             con.execute("PRAGMA journal_mode=OFF")
             con.execute("PRAGMA synchronous=OFF")
-            _fill(con, session)
+            _fill(con, session, parts)
             con.commit()
         except sqlite3.OperationalError as err:
             if getattr(err, "sqlite_errorcode", None) == getattr(sqlite3, "SQLITE_FULL", 13) or "is full" in str(err):
@@ -146,7 +157,11 @@ def write_db(session: Session, path: Path) -> Path:
     return path
 
 
-def _create(con: sqlite3.Connection, name: str) -> None:
+def _create(con: sqlite3.Connection, name: str, created: set[str] | None = None) -> None:
+    if created is not None:
+        if name in created:
+            return
+        created.add(name)
     cols = TABLES[name]
     con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
 
@@ -164,12 +179,13 @@ def _insert(con: sqlite3.Connection, name: str, rows: Any) -> None:
 INSERT_CHUNK = 65_536  # rows converted to Python ints at a time: bounds the memory of a big table
 
 
-def _insert_cols(con: sqlite3.Connection, name: str, *cols: np.ndarray) -> None:
-    """Create table ``name`` (when there are rows) and insert int64 columns in chunks of rows."""
+def _insert_cols(con: sqlite3.Connection, name: str, *cols: np.ndarray, created: set[str] | None = None) -> None:
+    """Create table ``name`` (when there are rows and it is not in ``created`` yet) and insert
+    int64 columns in chunks of rows."""
     n = len(cols[0]) if cols else 0
     if n == 0:
         return
-    _create(con, name)
+    _create(con, name, created)
     sql = f"INSERT INTO {name} VALUES ({','.join('?' * len(TABLES[name]))})"
     for lo in range(0, n, INSERT_CHUNK):
         con.executemany(sql, zip(*[c[lo:lo + INSERT_CHUNK].tolist() for c in cols]))
@@ -224,20 +240,63 @@ def quoted_shapes(values: Any) -> pd.Categorical:
 ALWAYS_INTERNED = ("release", "allocate")
 
 
-def _fill(con: sqlite3.Connection, session: Session) -> None:
+def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None) -> None:
+    """Every table, in msprof's order; TASK, COMPUTE_TASK_INFO, MEMCPY_INFO, TASK_PMU_INFO and
+    AICORE_FREQ device after device (one pass over ``parts`` each: a table's rows stay together
+    in the file, and string ids are given in the order of the whole session's)."""
     sid = StringIds()
     for s in ALWAYS_INTERNED:
         sid.one(s)
-    t = db_tasks(session)
-    gid = None
-    if len(t):
-        _tasks(con, session, t, sid)
-        gid = np.arange(len(t), dtype=np.int64)
-    _memcpy(con, session, t)
+    one = [session] if parts is None else None
+    cached: list[pd.DataFrame] = []
+
+    def each(fn: Callable[[Session, pd.DataFrame, int], None]) -> int:
+        """``fn(device session, its TASK rows, globalTaskId of its first row)`` device after
+        device, one in memory at a time (a whole session: once, its TASK rows kept); returns
+        the number of TASK rows."""
+        offset = 0
+        for i, s in enumerate(one if one is not None else parts()):  # type: ignore[misc]
+            if one is not None and cached:
+                t = cached[i]
+            else:
+                t = db_tasks(s)
+                if one is not None:
+                    cached.append(t)
+            fn(s, t, offset)
+            offset += len(t)
+            del s, t  # before the next device is read
+        return offset
+
+    created: set[str] = set()
+    comm: list[pd.DataFrame] = []
+    memcpy_ids = np.full(len(session.memcpy), np.nan)
+
+    def task_rows(s: Session, t: pd.DataFrame, offset: int) -> None:
+        if len(t):
+            _task_rows(con, session, t, sid, offset, created)
+
+    def info_rows(s: Session, t: pd.DataFrame, offset: int) -> None:
+        if len(t):
+            _info_rows(con, session, t, sid, offset, created)
+        if len(memcpy_ids):
+            _memcpy_ids(session.memcpy, t, offset, memcpy_ids)
+
+    def pmu_rows(s: Session, t: pd.DataFrame, offset: int) -> None:
+        pmu_export.db_tables(con, s, t if len(t) else None, np.arange(offset, offset + len(t), dtype=np.int64),
+                             sid.one, freq=False, created=created)
+        comm.append(s.communication)
+
+    def freq_rows(s: Session, t: pd.DataFrame, offset: int) -> None:
+        pmu_export.db_tables(con, s, None, None, sid.one, pmu=False, created=created)
+
+    total = each(task_rows)
+    each(info_rows)
+    _memcpy(con, session, memcpy_ids, total)
     # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
-    pmu_export.db_tables(con, session, t if len(t) else None, gid, sid.one)
+    each(pmu_rows)
+    each(freq_rows)
     _api(con, session, sid)
-    _communication(con, session, sid)
+    _communication(con, session.communication if parts is None else join_parts("communication", comm), sid)
     for name, rows in ENUM_TABLES.items():
         _insert(con, name, rows)
     _session_tables(con, session)
@@ -245,15 +304,23 @@ def _fill(con: sqlite3.Connection, session: Session) -> None:
     _insert(con, "STRING_IDS", [(i, s) for s, i in sid.ids.items()])
 
 
-def _tasks(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: StringIds) -> None:
-    """TASK (every row of ``t``) and COMPUTE_TASK_INFO (the rows msprof has a TaskInfo for)."""
+def _task_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: StringIds, offset: int,
+               created: set[str]) -> None:
+    """TASK: every row of ``t`` (globalTaskId from ``offset``)."""
     n = len(t)
-    gid = np.arange(n, dtype=np.int64)
+    gid = np.arange(offset, offset + n, dtype=np.int64)
     start, dur = _i64(t["start_ns"]), _i64(t["dur_ns"])
     dev = _i64(t["device_id"])
     _insert_cols(con, "TASK", start, start + dur, dev, _i64(t["connection_id"]), gid,
                  np.full(n, _host_pid(session), np.int64), sid.column(ascend_task_types(t)),
-                 _i64(t["context_id"]), _i64(t["stream_id"]), _i64(t["task_id"]), _i64(t["model_id"]))
+                 _i64(t["context_id"]), _i64(t["stream_id"]), _i64(t["task_id"]), _i64(t["model_id"]),
+                 created=created)
+
+
+def _info_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: StringIds, offset: int,
+               created: set[str]) -> None:
+    """COMPUTE_TASK_INFO: the rows of ``t`` msprof has a TaskInfo for."""
+    gid = np.arange(offset, offset + len(t), dtype=np.int64)
     has_info = op_info(t) & ~parent_rows(t)
     c = t[has_info]
     if not len(c):
@@ -271,25 +338,38 @@ def _tasks(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: Stri
         # attrInfo: the hash dictionary's text of the op's node_attr_info hash id; msprof's
         # ComputeTaskInfoProcessor leaves "" when there is none (we do not decode node_attr_info)
         np.full(m, sid.one(""), np.int64),
-        sid.column(as_cat(c["op_state"])), sid.column(as_cat(c["hf32_eligible"])), na, na)
+        sid.column(as_cat(c["op_state"])), sid.column(as_cat(c["hf32_eligible"])), na, na, created=created)
 
 
-def _memcpy(con: sqlite3.Connection, session: Session, t: pd.DataFrame) -> None:
+MEMCPY_KEY = ["device_id", "stream_id", "task_id", "batch_id"]
+
+
+def _memcpy_ids(m: pd.DataFrame, t: pd.DataFrame, offset: int, ids: np.ndarray) -> None:
+    """Fill ``ids`` (NaN = not found yet) with the globalTaskId of each memcpy record's task among
+    one device's TASK rows ``t`` (context 4294967295; a task key is on one device only)."""
+    if not len(t):
+        return
+    mk = pd.DataFrame({k: _i64(m[k]) for k in MEMCPY_KEY})
+    tk = pd.DataFrame({k: _i64(t[k]) for k in MEMCPY_KEY})
+    tk["_gid"] = np.arange(offset, offset + len(tk), dtype=np.int64)
+    tk = tk[_i64(t["context_id"]) == NA_ID]
+    got = np.array(mk.merge(tk.drop_duplicates(MEMCPY_KEY), on=MEMCPY_KEY, how="left")["_gid"], dtype=np.float64)
+    ids[:] = np.where(np.isnan(ids), got, ids)
+
+
+def _memcpy(con: sqlite3.Connection, session: Session, ids: np.ndarray, total: int) -> None:
     """MEMCPY_INFO (db_assembler.cpp SaveMemcpyInfoData): one row per memcpy_info record with the
-    globalTaskId of its task (context 4294967295; msprof's IdPool gives a task not in TASK the
-    next free id), the size in bytes and the ENUM_MEMCPY_OPERATION id of its direction."""
+    globalTaskId of its task (``ids``, :func:`_memcpy_ids`; msprof's IdPool gives a task not in
+    TASK the next free id after TASK's ``total``), the size in bytes and the
+    ENUM_MEMCPY_OPERATION id of its direction."""
     m = session.memcpy
     if not len(m):
         return
-    key = ["device_id", "stream_id", "task_id", "batch_id"]
-    tk = pd.DataFrame({k: _i64(t[k]) for k in key}) if len(t) else pd.DataFrame({k: [] for k in key}, dtype=np.int64)
-    tk["_gid"] = np.arange(len(tk), dtype=np.int64)
-    tk = tk[_i64(t["context_id"]) == NA_ID] if len(t) else tk
-    mk = pd.DataFrame({k: _i64(m[k]) for k in key})
-    g = np.array(mk.merge(tk.drop_duplicates(key), on=key, how="left")["_gid"], dtype=np.float64)  # a copy
+    mk = pd.DataFrame({k: _i64(m[k]) for k in MEMCPY_KEY})
+    g = ids.copy()
     fresh = np.isnan(g)
     if fresh.any():  # one new id per distinct task, after TASK's ids
-        g[fresh] = len(t) + mk[fresh].groupby(key, sort=False).ngroup().to_numpy()
+        g[fresh] = total + mk[fresh].groupby(MEMCPY_KEY, sort=False).ngroup().to_numpy()
     ops = {name: i for i, name in ENUM_TABLES["ENUM_MEMCPY_OPERATION"]}
     op = pd.Series(np.asarray(as_cat(m["direction"]), dtype=object)).map(ops).fillna(ops["other"])
     _insert_cols(con, "MEMCPY_INFO", g.astype(np.int64), _i64(m["size_bytes"]), op.to_numpy(np.int64))
@@ -318,8 +398,7 @@ def _api(con: sqlite3.Connection, session: Session, sid: StringIds) -> None:
                  _i64(api["connection_id"]), sid.column(api_names(api)))
 
 
-def _communication(con: sqlite3.Connection, session: Session, sid: StringIds) -> None:
-    comm = session.communication
+def _communication(con: sqlite3.Connection, comm: pd.DataFrame, sid: StringIds) -> None:
     if not len(comm):
         return
     s = _i64(comm["start_ns"])
@@ -373,6 +452,12 @@ class UnifiedDb:
         if not device_ids(session) and len(session.api) == 0:
             return []
         return [write_db(session, out_dir / f"msprof_{naming.timestamp or '0'}.db")]
+
+    def write_parts(self, host: Session, parts: Parts, out_dir: Path, naming: Naming) -> list[Path]:
+        """The same file from the host tables and the device tables one device at a time."""
+        if not device_ids(host) and len(host.api) == 0:
+            return []
+        return [write_db(host, out_dir / f"msprof_{naming.timestamp or '0'}.db", parts)]
 
 
 register(UnifiedDb())

@@ -47,13 +47,23 @@ def _last_row(session: Session, device_id: int) -> tuple[int, int] | None:
     return int(start[i]), int(dur[i])
 
 
+def device_facts(session: Session, device_id: int) -> dict[str, object]:
+    """What another device's op_summary needs of ``device_id`` (``Session.device_facts``) when
+    the devices are exported one at a time: its last row (start, dur) in ns, or None."""
+    return {"last_summary_row": _last_row(session, device_id)}
+
+
 def _previous(session: Session, device_id: int) -> tuple[int, int] | None:
     """The row before ``device_id``'s first row: the last row of the device before it in msprof's
     order (device ids as text: ``"10" < "2"``); None when it is the first row of the file."""
     order = sorted((str(d) for d in device_ids(session)))
     pos = order.index(str(device_id)) if str(device_id) in order else 0
+    facts = session.device_facts
     for d in reversed(order[:pos]):
-        last = _last_row(session, int(d))
+        if facts is not None and int(d) in facts:  # a session of one device: the others' facts
+            last = facts[int(d)].get("last_summary_row")
+        else:
+            last = _last_row(session, int(d))
         if last is not None:
             return last
     return None

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,7 +27,26 @@ CATEGORY_COLS = ("op_name", "op_type", "task_type", "host_task_type", "device_ta
                  "output_shapes", "output_data_types", "output_formats")
 
 
-def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
+@dataclass
+class HostStage:
+    """What the host side of one PROF dir gives every device: its tables (``tables``: api,
+    memcpy, fusion_ops, devices, msproftx), the host tasks to join, and the device units to
+    build (``units``: device id -> its result dirs; an id with no dir is an *orphan*: host
+    tasks for a device without a device dir, kept as host-only rows)."""
+
+    prof: Path
+    host_rd: Any
+    clk: Any
+    host: HostData | None
+    host_tasks: pd.DataFrame
+    units: dict[int, list[Any]]
+    tables: dict[str, pd.DataFrame]
+    readers: list[Any] = field(default_factory=list)
+    late: list[str] = field(default_factory=list)  # host warnings msprof_py gives after the devices'
+
+
+def build_host(prof: Path, warnings: WarningLog) -> HostStage:
+    """The host side of ``prof`` (decoded once; device units are built from it one at a time)."""
     host_rd, dev_rds = result_dirs(prof, warnings)
     if host_rd is None and not dev_rds:
         raise DataError(f"{prof}: no host/ or device_N/ result dir")
@@ -36,21 +58,51 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
     host_tasks = host.host_tasks if host is not None else _empty_host_tasks()
     if host is not None:
         host.kinds.release()
+    units: dict[int, list[Any]] = {}
+    for rd in dev_rds:
+        units.setdefault(int(rd.device_id), []).append(rd)
+    api = host.api if host is not None else _frame(schema.API_COLUMNS)
+    late = []
+    if host_rd is not None and len(api):
+        early = np.array(api["start_ns"] < host_rd.collection_start_ns, dtype=bool)
+        early &= ~api["before_profiling"].to_numpy(bool)  # msprof keeps these (api_statistic; its timeline skips them)
+        if early.any():
+            late.append(f"{host_rd.path}: {int(early.sum())} API record(s) before collectionTimeBegin filtered")
+            api = api[~early].reset_index(drop=True)
+    orphan = host_tasks[~host_tasks["device_id"].isin(list(units))]
+    if len(orphan):
+        devs = sorted(set(orphan["device_id"].tolist()))
+        late.insert(0, f"{prof}: {len(orphan)} host task(s) for device(s) {devs} without a device dir kept as host-only")
+        units.update({int(d): [] for d in devs})
+    tables = {"api": api[schema.API_COLUMNS].reset_index(drop=True), "memcpy": _memcpy(host),
+              "fusion_ops": _fusion(host), "devices": _devices(host_rd, dev_rds),
+              "msproftx": counters.tx_table(host.tables, clk.host_ticks()) if host is not None
+              else counters.empty("msproftx")}
+    return HostStage(prof, host_rd, clk, host, host_tasks, dict(sorted(units.items())),
+                     {name: cats.normalize(df) for name, df in tables.items()},
+                     [host.kinds] if host is not None else [], late)
 
+
+DEVICE_TABLES = ("tasks", "steps", "all_reduce", "communication", "comm_tasks", "pmu", "aicore_freq", "aicpu", "dp",
+                 "l2_cache")
+
+
+def build_device(stage: HostStage, device_id: int, warnings: WarningLog) -> tuple[dict[str, pd.DataFrame], list[Any]]:
+    """One device's tables (``DEVICE_TABLES``, its rows only) and the kind readers it used."""
+    host = stage.host
     tasks_parts, steps_parts, ar_parts, pmu_parts, freq_parts = [], [], [], [], []
     counter_parts: dict[str, list[pd.DataFrame]] = {name: [] for name in counters.TABLE_COLUMNS}
-    readers = [host.kinds] if host is not None else []
-    seen_devices = set()
-    for rd in dev_rds:
+    readers = []
+    mine_all = stage.host_tasks[stage.host_tasks["device_id"] == device_id]
+    for rd in stage.units[device_id]:
         dd = load_device(rd, warnings, host.dicts if host is not None else None,
-                         host.expand_status if host is not None else 0, clk.device_ticks(rd))
+                         host.expand_status if host is not None else 0, stage.clk.device_ticks(rd))
         readers.append(dd.kinds)
-        seen_devices.add(dd.device_id)
-        mine = host_tasks[host_tasks["device_id"] == dd.device_id]
+        mine = stage.host_tasks[stage.host_tasks["device_id"] == dd.device_id]
         joined = join_device(dd.device_id, mine.reset_index(drop=True), dd.tasks, warnings, str(rd.path))
         pmu_parts.append(pmu_table.build(dd.device_id, rd, dd.pmu, joined, warnings))
         freq_parts.append(dd.aicore_freq)
-        for name, df in counters.device_tables(dd.device_id, rd, dd.tables, clk.device_ticks(rd), joined,
+        for name, df in counters.device_tables(dd.device_id, rd, dd.tables, stage.clk.device_ticks(rd), joined,
                                                warnings).items():
             counter_parts[name].append(df)
         steps, ar = build_steps(dd.device_id, dd.step_records)
@@ -66,47 +118,94 @@ def build_prof(prof: Path, warnings: WarningLog) -> dict[str, pd.DataFrame]:
         dd.kinds.release()
         del dd, joined
         trim()  # a device's temporaries are columns below glibc's mmap threshold: hand the heap back
-    registry.report(prof, [r for r in readers if r is not None], warnings)
-    orphan = host_tasks[~host_tasks["device_id"].isin(list(seen_devices))]
-    if len(orphan):
-        devs = sorted(set(orphan["device_id"].tolist()))
-        warnings.warn(f"{prof}: {len(orphan)} host task(s) for device(s) {devs} without a device dir kept as host-only")
-        for d in devs:
-            j = join_device(d, orphan[orphan["device_id"] == d].reset_index(drop=True), _empty_device_tasks(),
-                            WarningLog(), str(prof))
-            _iterations(j, pd.DataFrame(columns=schema.STEP_COLUMNS))
-            tasks_parts.append(j)
-
+    if not stage.units[device_id]:  # an orphan: its host tasks as host-only rows
+        j = join_device(device_id, mine_all.reset_index(drop=True), _empty_device_tasks(), WarningLog(),
+                        str(stage.prof))
+        _iterations(j, pd.DataFrame(columns=schema.STEP_COLUMNS))
+        tasks_parts.append(j)
     tasks = cats.concat_rows(tasks_parts, ["device_id", "start_ns", "stream_id", "task_id", "context_id"]) \
         if tasks_parts else _frame(schema.TASK_COLUMNS)
     del tasks_parts
-    steps = _cat(steps_parts, schema.STEP_COLUMNS)
-    all_reduce = _cat(ar_parts, schema.ALL_REDUCE_COLUMNS)
-    api = host.api if host is not None else _frame(schema.API_COLUMNS)
-    if host_rd is not None and len(api):
-        early = np.array(api["start_ns"] < host_rd.collection_start_ns, dtype=bool)
-        early &= ~api["before_profiling"].to_numpy(bool)  # msprof keeps these (api_statistic; its timeline skips them)
-        if early.any():
-            warnings.warn(f"{host_rd.path}: {int(early.sum())} API record(s) before collectionTimeBegin filtered")
-            api = api[~early].reset_index(drop=True)
     communication, comm_tasks = _communication(host, tasks)
-    memcpy = _memcpy(host)
-    fusion = _fusion(host)
-    devices = _devices(host_rd, dev_rds)
-    if not len(api) and not len(tasks) and not len(steps):
-        raise DataError(f"{prof}: no profiling data found (data/ dirs are empty or hold no known raw files)")
     for c in CATEGORY_COLS:
         if not isinstance(tasks[c].dtype, pd.CategoricalDtype):
             tasks[c] = tasks[c].astype(str).astype("category")
-    tasks = tasks[schema.TASK_COLUMNS].reset_index(drop=True)
-    out = {"api": api[schema.API_COLUMNS].reset_index(drop=True), "tasks": tasks, "steps": steps,
-           "all_reduce": all_reduce, "communication": communication, "comm_tasks": comm_tasks,
-           "fusion_ops": fusion, "memcpy": memcpy, "devices": devices,
-           "pmu": _concat_any(pmu_parts, pmu_table.KEY_COLS),
+    out = {"tasks": tasks[schema.TASK_COLUMNS].reset_index(drop=True), "steps": _cat(steps_parts, schema.STEP_COLUMNS),
+           "all_reduce": _cat(ar_parts, schema.ALL_REDUCE_COLUMNS), "communication": communication,
+           "comm_tasks": comm_tasks, "pmu": _concat_any(pmu_parts, pmu_table.KEY_COLS),
            "aicore_freq": _concat_any(freq_parts, ["device_id", "timestamp_ns", "freq_mhz"]),
-           **{name: _counter_table(name, parts) for name, parts in counter_parts.items() if name != "msproftx"},
-           "msproftx": counters.tx_table(host.tables, clk.host_ticks()) if host is not None else counters.empty("msproftx")}
-    out = {name: cats.normalize(df) for name, df in out.items()}
+           **{name: _counter_table(name, parts) for name, parts in counter_parts.items() if name != "msproftx"}}
+    return {name: cats.normalize(df) for name, df in out.items()}, readers
+
+
+def finish(stage: HostStage, readers: list[Any], found_data: bool, warnings: WarningLog) -> None:
+    """The warnings given once every device is built (unused / unknown raw kinds of the host and
+    all devices, orphans, early API records); DataError when the dir held no data at all."""
+    registry.report(stage.prof, [r for r in stage.readers + readers if r is not None], warnings)
+    for m in stage.late:
+        warnings.warn(m)
+    if not found_data and not len(stage.tables["api"]):
+        raise DataError(f"{stage.prof}: no profiling data found (data/ dirs are empty or hold no known raw files)")
+
+
+def has_data(part: dict[str, pd.DataFrame]) -> bool:
+    return bool(len(part["tasks"]) or len(part["steps"]))
+
+
+def assemble(stage_tables: dict[str, pd.DataFrame], parts: list[dict[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
+    """The whole PROF dir's tables from the host tables and the device parts (in device order):
+    what one build of every device at once gives, categoricals in canonical form.  Takes the
+    tables out of ``parts`` as it goes (each device's frames freed once joined)."""
+    out = dict(stage_tables)
+    for name in DEVICE_TABLES:
+        out[name] = join_parts(name, [p.pop(name) for p in parts])
+    return {name: out[name] for name in ("api", "tasks", "steps", "all_reduce", "communication", "comm_tasks",
+                                         "fusion_ops", "memcpy", "devices", "pmu", "aicore_freq", "aicpu", "dp",
+                                         "l2_cache", "msproftx")}
+
+
+def join_parts(name: str, frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Device table ``name`` of the whole PROF dir from the devices' frames (in device order)."""
+    full = [f for f in frames if len(f)]
+    if name == "tasks":
+        df = cats.concat_rows(frames) if frames else _frame(schema.TASK_COLUMNS)
+        for c in CATEGORY_COLS if not frames else ():
+            df[c] = df[c].astype(str).astype("category")
+    elif not full:
+        df = frames[0] if frames else _empty_table(name)
+    else:  # as one build concatenates them (pd.concat: a categorical differing between devices -> object)
+        df = full[0] if len(full) == 1 else pd.concat(full, ignore_index=True)
+    return cats.normalize(df.reset_index(drop=True))
+
+
+def _empty_table(name: str) -> pd.DataFrame:
+    if name in ("steps", "all_reduce"):
+        return _cat([], schema.STEP_COLUMNS if name == "steps" else schema.ALL_REDUCE_COLUMNS)
+    if name == "communication":
+        return _frame(schema.COMMUNICATION_COLUMNS)
+    if name == "comm_tasks":
+        return _frame(schema.COMM_TASK_COLUMNS)
+    if name == "pmu":
+        return _concat_any([], pmu_table.KEY_COLS)
+    if name == "aicore_freq":
+        return _concat_any([], ["device_id", "timestamp_ns", "freq_mhz"])
+    return counters.empty(name)
+
+
+def build_prof(prof: Path, warnings: WarningLog,
+               sink: Callable[[int, dict[str, pd.DataFrame]], None] | None = None) -> dict[str, pd.DataFrame]:
+    """Every table of ``prof``: the host once, then each device (``sink(device_id, part)`` is
+    called with each device's part as it is built, e.g. to cache it)."""
+    stage = build_host(prof, warnings)
+    parts, readers = [], []
+    for dev in stage.units:
+        part, r = build_device(stage, dev, warnings)
+        readers += r
+        if sink is not None:
+            sink(dev, part)
+        parts.append(part)
+    finish(stage, readers, any(has_data(p) for p in parts), warnings)
+    out = assemble(stage.tables, parts)
     trim()
     return out
 
@@ -267,7 +366,7 @@ def _concat_any(parts: list, cols: list[str]) -> pd.DataFrame:
     parts = [p for p in parts if p is not None and len(p)]
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in cols})
-    return cats.concat_rows(parts)
+    return pd.concat(parts, ignore_index=True)
 
 
 def _int(v, default: int = -1) -> int:

@@ -7,7 +7,8 @@ log folder) is in that filter list and neither analysis reads or clears it.  A c
 directly in the PROF dir by an older msprof_py (``PROF_X/msprof_py_cache``) is removed when the
 new one is written, so msprof accepts the dir again.
 
-Pickle protocol 5 of the DataFrames (no extra dependency, loads 1M tasks well under a second).
+One file per part (:func:`part_file`): the host tables with the index of the devices, then one
+per device.  Pickle protocol 5 of the DataFrames (no extra dependency, loads 1M tasks well under a second).
 Keyed by a fingerprint of every raw/metadata file's relative path, size and mtime plus the
 parser version: any change to the raw tree invalidates it.  Written to a temporary name and
 renamed; a PROF dir we cannot write to just means no cache (a warning, never an error).
@@ -26,7 +27,7 @@ from msprof_py.errors import WarningLog
 from msprof_py.memory import trim
 from msprof_py.raw.files import FILTER_DIRS
 
-PARSER_VERSION = "parse-4+pmu+counters"  # 3: C++-path task times, devices.host_uid; 4: api dur_ticks, before_profiling
+PARSER_VERSION = "parse-5+pmu+counters"  # 3: C++-path task times, devices.host_uid; 4: api dur_ticks, before_profiling; 5: per-device parts
 CACHE_DIR = "msprof_py_cache"
 CACHE_PARENT = "mindstudio_profiler_log"  # in msprof's FILTER_DIRS
 CACHE_FILE = "session.pkl"
@@ -58,8 +59,14 @@ def fingerprint(prof: Path) -> str:
     return h.hexdigest()
 
 
-def load(prof: Path, key: str) -> dict[str, Any] | None:
-    path = cache_dir(prof) / CACHE_FILE
+def part_file(name: str) -> str:
+    """File of one cached part: ``session.pkl`` holds the host tables and the index of the
+    device parts, ``device_{id}.pkl`` each device's tables (so an export can read one device)."""
+    return CACHE_FILE if name == "host" else f"{name}.pkl"
+
+
+def load(prof: Path, key: str, part: str = "host") -> dict[str, Any] | None:
+    path = cache_dir(prof) / part_file(part)
     try:
         with open(path, "rb") as f:
             blob = pickle.load(f)
@@ -70,17 +77,21 @@ def load(prof: Path, key: str) -> dict[str, Any] | None:
     return blob.get("data")
 
 
-def store(prof: Path, key: str, data: dict[str, Any], warnings: WarningLog) -> None:
+def store(prof: Path, key: str, data: dict[str, Any], warnings: WarningLog, part: str = "host") -> bool:
+    """Write one part (False, and a warning, when it cannot be written)."""
     folder = cache_dir(prof)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with atomic_open(folder / CACHE_FILE) as f:
+        with atomic_open(folder / part_file(part)) as f:
             pickle.dump({"key": key, "data": data}, f, protocol=5)
     except OSError as err:
         warnings.warn(f"{prof}: cannot write the parse cache ({err.strerror or err}); parsing again next time")
-        return
+        return False
     finally:
         trim()  # pickling leaves freed heap behind (small objects below the mmap threshold)
+    if part != "host":
+        return True
     legacy = legacy_cache_dir(prof)
     if (legacy / CACHE_FILE).is_file():
         shutil.rmtree(legacy, ignore_errors=True)
+    return True

@@ -6,6 +6,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -66,6 +67,13 @@ class Session:
     warnings: WarningLog = field(default_factory=WarningLog)
     profs: list["Session"] = field(default_factory=list)
     selection: tuple[int, int, int] | None = None  # (model_id, iteration_id, count) after select()
+    # the PROF dir's device ids when this session holds the device tables of one device only
+    # (an export reading one device at a time: :mod:`msprof_py.parse.source`)
+    all_devices: tuple[int, ...] | None = None
+    # per device id, small values exporters of one device need of the others (such a session
+    # lacks their rows), e.g. ``last_summary_row``: msprof's C++ op_summary wait time runs on
+    # across devices; None for a whole session
+    device_facts: dict[int, dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ queries
     def model_ids(self, device_id: int | None = None) -> list[int]:
@@ -270,19 +278,21 @@ def _with_origin(df: pd.DataFrame, s: Session) -> pd.DataFrame:
 
 
 def load_prof(prof: Path, use_cache: bool = True) -> Session:
-    """One PROF dir, from the cache when the raw files are unchanged."""
+    """One PROF dir, from the cache when the raw files are unchanged (the cache holds the host
+    tables and each device's apart: :mod:`msprof_py.parse.source` reads one device at a time)."""
+    from msprof_py.parse import build, source
+
     key = cache.fingerprint(prof)
     if use_cache:
-        data = cache.load(prof, key)
+        data = source.cached_tables(prof, key)
         if data is not None:
             return Session(path=prof, warnings=WarningLog(list(data.pop("warnings"))), **data)
-    from msprof_py.parse.build import build_prof
-
     warnings = WarningLog()
-    tables = build_prof(prof, warnings)
+    writer = source.PartWriter(prof, key) if use_cache else None
+    tables = build.build_prof(prof, warnings, writer.device if writer is not None else None)
     session = Session(path=prof, warnings=warnings, **tables)
-    if use_cache:
-        cache.store(prof, key, {**tables, "warnings": list(warnings.messages)}, warnings)
+    if writer is not None:
+        writer.finish({name: tables[name] for name in source.HOST_TABLES}, warnings)
     return session
 
 

@@ -1,0 +1,106 @@
+"""Run an export's per-device work in worker processes (both cores of the machine).
+
+Why processes: the exporters are numpy/pandas code holding the GIL most of the time, so
+threads would not use a second core.  Workers are *forked* once the host tables are in memory,
+so they share them copy-on-write instead of each reading them again.
+
+What a task gives back (files, log lines, warnings) is returned to the parent, which puts it in
+the order a single process would have produced it; the caller does that (:func:`run_tasks`
+yields results in task order).  An error a worker raises comes back as the same one-line
+:class:`MsprofError`; a worker that dies (killed, out of memory) is one clear error too.
+
+``MSPROF_PY_WORKERS`` (or ``ExportOptions.workers``) sets the number of processes; 1 runs
+everything in the calling process.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from msprof_py.errors import MsprofError
+
+WORKERS_ENV = "MSPROF_PY_WORKERS"
+_TASK: Callable[[Any], Any] | None = None  # the function workers run (set before the fork)
+
+
+class WorkerDiedError(MsprofError):
+    """A worker process of the export ended without an answer (killed, or out of memory)."""
+
+    exit_code = 1
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def workers_for(tasks: int, asked: int | None = None) -> int:
+    """Processes to use for ``tasks`` independent tasks: ``asked`` (else ``MSPROF_PY_WORKERS``,
+    else the CPUs this process may use, at most 2), never more than the tasks; 1 without fork."""
+    if asked is None:
+        env = os.environ.get(WORKERS_ENV, "").strip()
+        asked = int(env) if env.isdigit() and int(env) > 0 else min(2, cpu_count())
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return max(1, min(asked, tasks))
+
+
+def _call(arg: Any) -> tuple[str, Any]:
+    """In a worker: run the task; an MsprofError travels back as (class, message, exit code)
+    (some of them cannot be pickled as they are)."""
+    assert _TASK is not None
+    try:
+        return "ok", _TASK(arg)
+    except MsprofError as err:
+        return "error", (type(err), str(err), err.exit_code)
+
+
+def _raise(cls: type[MsprofError], message: str, code: int) -> None:
+    try:
+        err = cls(message)
+    except TypeError:  # an error class built from several fields (CorruptRecordError): same text
+        err = cls.__new__(cls)
+        Exception.__init__(err, message)
+    err.exit_code = code
+    raise err
+
+
+def run_tasks(fn: Callable[[Any], Any], args: list[Any], workers: int, what: Callable[[Any], str]) -> Iterator[Any]:
+    """``fn(arg)`` for each of ``args``, in ``workers`` forked processes (here when 1); yields
+    the results in the order of ``args``.  ``what(arg)`` names a task in the error of a dead
+    worker."""
+    if workers <= 1:
+        for a in args:
+            yield fn(a)
+        return
+    global _TASK
+    _TASK = fn
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_call, a) for a in args]
+            for a, fut in zip(args, futures):
+                try:
+                    status, value = fut.result()
+                except BrokenProcessPool:
+                    left = [what(x) for x, f in zip(args, futures) if not f.done() or f.exception() is not None]
+                    for f in futures:
+                        f.cancel()
+                    raise WorkerDiedError(f"an export worker process died (killed, or out of memory?) while "
+                                          f"{' / '.join(left) or what(a)}; run again with {WORKERS_ENV}=1 to use "
+                                          "one process") from None
+                if status == "error":
+                    for f in futures:
+                        f.cancel()
+                    _raise(*value)
+                yield value
+    finally:
+        _TASK = None
+
+
+__all__ = ["run_tasks", "workers_for", "WorkerDiedError", "WORKERS_ENV"]

@@ -1,0 +1,143 @@
+"""The export of one PROF dir reading one device at a time (:class:`ProfSource`), in one or
+two processes (:mod:`msprof_py.export.parallel`): what ``export`` runs for an all-iterations
+text or db export.  Its files, log and warnings are those of the whole-session export."""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from msprof_py.export import base
+from msprof_py.export.base import ExportContext, Naming
+from msprof_py.export.jobs import (Done, ExportOptions, ExportResult, default_loader, finish, jobs_for, prepare,
+                                   progress, run_job)
+from msprof_py.export.parallel import run_tasks, workers_for
+from msprof_py.export.views import cpp_export
+from msprof_py.memory import trim
+from msprof_py.parse.session import Session
+from msprof_py.parse.source import DevicePart, ProfSource
+
+STREAM_ENV = "MSPROF_PY_STREAM"  # "0": export from the whole session (for comparisons)
+
+
+def streamable(options: ExportOptions) -> bool:
+    """Whether an export can read one device at a time: all iterations (a selection is checked
+    against every device first), text or db, no perfetto trace (one file of every device)."""
+    return (options.model_id is None and options.type in ("text", "db") and not options.perfetto
+            and os.environ.get(STREAM_ENV, "1") != "0")
+
+
+def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] | None,
+                     result: ExportResult, want_session: bool = False) -> Session | None:
+    """The export of one PROF dir reading one device at a time (:class:`ProfSource`).
+
+    First every device is decoded (or found in the parse cache) one after the other and cached,
+    keeping only what other devices' files need of it (``Session.device_facts``, its all-reduce
+    rows); a dir without any data stops here, before any file is written.  Then for each device
+    its tables are read back, its files written and the tables dropped; then the host-side files
+    and the DB (device after device).  Files, log and warnings are those of :func:`_export_prof`
+    (jobs keep their order in the log).  Returns None (no whole session was loaded), or with
+    ``want_session`` and ``--clear`` the whole session, read from the cache before it goes."""
+    source = ProfSource(prof)
+    with_facts = cpp_export(source.host)
+    # 1. every device decoded and cached (or found in the cache), one at a time per process
+    todo = [d for d in source.devices if not source.cached or "facts" not in source.meta[d]]
+    workers = workers_for(len(todo), options.workers)
+    for info in run_tasks(lambda d: build_device(source, d, with_facts), todo, workers,
+                          lambda d: f"decoding {prof / f'device_{d}'}"):
+        if source.cached:
+            source.meta[info.device_id]["facts"] = info.meta["facts"]
+        else:
+            source.add(info)
+    source.finish()
+    # 2. each device's files, then the host-side files, then the DB
+    out_dir, log_lines, naming, ctx = prepare(prof, options, source.host, False, layers)
+    jobs = jobs_for(source.host, options)
+    done: list[Done | None] = [None] * len(jobs)
+    tasks: list[int | None] = [d for d in source.all_devices if any(dev == d for _, dev in jobs)]
+    db = [i for i, (ex, dev) in enumerate(jobs) if dev is None and ex.kind == "db"]
+    tasks += [None] if db else []
+    workers = workers_for(len(tasks), options.workers)
+    state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1)
+    with progress(options, prof, len(jobs)) as bar:
+        try:
+            for got in run_tasks(state.run, tasks, workers, state.what):
+                for i, d in got.items():
+                    done[i] = d
+                bar.update(len(got))
+            for i, (ex, dev) in enumerate(jobs):
+                if dev is None and ex.kind != "db":
+                    done[i] = run_job(ex, source.host, out_dir, naming, ctx)
+                    bar.update(1)
+        finally:
+            if ctx.scratch is not None:
+                shutil.rmtree(ctx.scratch, ignore_errors=True)
+    result.warnings.extend(source.warnings)
+    whole = default_loader(prof) if want_session and options.clear else None
+    finish(prof, options, out_dir, log_lines, jobs, [d for d in done if d is not None], source.warnings, ctx,
+            result)
+    return whole
+
+
+def build_device(source: ProfSource, dev: int, with_facts: bool) -> DevicePart:
+    """Decode (or read from the cache) one device and keep what others need of it."""
+    import msprof_py.export.wait_time as wait_time
+
+    if source.cached:
+        session, info = source.device(dev), DevicePart(dev, {})
+    else:
+        session, info = source.build(dev)
+    info.meta["facts"] = wait_time.device_facts(session, dev) if with_facts else {}
+    del session
+    trim()
+    return info
+
+
+@dataclass
+class Stream:
+    """The second pass of a streamed export: one task per device (its jobs), one for the DB."""
+
+    source: ProfSource
+    jobs: list[tuple[base.Exporter, int | None]]
+    out_dir: Path
+    naming: Naming
+    ctx: ExportContext
+    prof: Path
+    parallel: bool = False
+
+    def what(self, dev: int | None) -> str:
+        return f"exporting device {dev} of {self.prof}" if dev is not None else f"writing the DB of {self.prof}"
+
+    def run(self, dev: int | None) -> dict[int, Done]:
+        ctx = self.ctx
+        if self.parallel and ctx.scratch is not None:  # a worker: scratch files of its own
+            ctx.scratch = ctx.scratch / f"w{os.getpid()}"
+            ctx.scratch.mkdir(exist_ok=True)
+        if dev is None:
+            i = next(i for i, (ex, d) in enumerate(self.jobs) if d is None and ex.kind == "db")
+            ex = self.jobs[i][0]
+            return {i: run_job(ex, self.source.host, self.prof, self.naming, ctx,
+                            lambda: stream_db(ex, self.source, self.prof, self.naming))}
+        # a device id of the info files without a device dir (the host's) has no device rows
+        session = self.source.device(dev) if dev in self.source.devices else self.source.host
+        out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
+               for i, (ex, d) in enumerate(self.jobs) if d == dev}
+        del session
+        trim()
+        return out
+
+
+def stream_db(ex: Any, source: ProfSource, prof: Path, naming: Naming) -> list[Path]:
+    """The DB from the host tables and each device read again (from the parse cache), with the
+    whole session's categories; the whole session when the devices' PMU tables differ in shape
+    (their union would change which metrics each task row lists)."""
+    sigs = {source.meta[d]["pmu"] for d in source.devices} - {None}
+    if len(sigs) > 1 or not hasattr(ex, "write_parts"):
+        return ex.write(default_loader(prof), prof, naming, ExportContext())
+    cats = source.categories()
+    return ex.write_parts(source.host, lambda: (source.device(d, cats) for d in source.devices), prof, naming)
+
+
+__all__ = ["export_streamed", "streamable", "STREAM_ENV"]

@@ -1,0 +1,236 @@
+"""One PROF dir read device by device: the host tables once, then each device's tables alone.
+
+Why: the whole session of a PROF dir grows with the run (every device's tasks, PMU rows...).
+An export needs, at any time, the host tables (API calls, memcpy, fusion ops, device info) and
+the tables of the one device it is writing, so :class:`ProfSource` decodes (or reads from the
+parse cache) the host side once and then one device at a time; the caller drops a device's
+session before asking for the next.  Peak memory is then host + one device, whatever the number
+of devices.
+
+The parse cache (:mod:`msprof_py.parse.cache`) keeps the same parts: ``session.pkl`` (the host
+tables, the device ids, each device's :func:`part_meta` and every parse warning, written last)
+and ``device_{id}.pkl`` per device.  :func:`cached_tables` assembles the whole session from them
+exactly as one build of every device gives it (:func:`msprof_py.parse.build.assemble`).
+
+Warnings keep the order of a whole build: the host's, then each device's in device order
+(:meth:`ProfSource.add` replays a device's log, tallies included), then those given once every
+device is built (:meth:`ProfSource.finish`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
+
+from msprof_py.errors import WarningLog
+from msprof_py.parse import build, cache
+from msprof_py.parse.session import Session
+
+HOST_TABLES = ("api", "memcpy", "fusion_ops", "devices", "msproftx")
+
+
+def part_name(device_id: int) -> str:
+    return f"device_{device_id}"
+
+
+def part_meta(part: dict[str, pd.DataFrame], readers: list[Any]) -> dict[str, Any]:
+    """What the rest of an export needs to know of a device without its tables: the categories
+    of its task columns (the whole session's are their sorted union), whether it has data, the
+    signature of its PMU table and the raw kinds its readers did not use (picklable)."""
+    t = part["tasks"]
+    return {"cats": {c: [str(x) for x in t[c].cat.categories] for c in t.columns
+                     if isinstance(t[c].dtype, pd.CategoricalDtype)},
+            "has_data": build.has_data(part),
+            "pmu": pmu_signature(part["pmu"]),
+            "all_reduce": part["all_reduce"],  # small (one row per all-reduce); exporters of a
+            # device number its reduces after those of the devices before it
+            "readers": [SimpleNamespace(data_dir=r.data_dir, unused=list(r.unused), unknown=list(r.unknown))
+                        for r in readers if r is not None]}
+
+
+def pmu_signature(p: pd.DataFrame) -> tuple[Any, ...] | None:
+    """What decides a device's TASK_PMU_INFO rows besides its values (the ``pmu`` table's
+    columns, their dtypes, the columns with a value): a DB written one device at a time equals
+    the whole session's only when every device with PMU rows has the same."""
+    if not len(p):
+        return None
+    return (tuple(p.columns), tuple(str(t) for t in p.dtypes), tuple(p.dropna(axis=1, how="all").columns))
+
+
+def replay(into: WarningLog, log: WarningLog) -> None:
+    """Add ``log``'s messages to ``into`` as if they had been given to it (tallies add up)."""
+    tallied = {index: (problem, total, first) for problem, (index, total, first) in log._tallies.items()}
+    for i, m in enumerate(log.messages):
+        if i in tallied:
+            problem, total, first = tallied[i]
+            into.tally(problem, total, first)
+        else:
+            into.warn(m)
+
+
+def cached_tables(prof: Path, key: str) -> dict[str, Any] | None:
+    """The whole session's tables (and ``warnings``) from the cache, or None when a part is
+    missing, stale or unreadable."""
+    index = cache.load(prof, key)
+    if not isinstance(index, dict) or "devices" not in index:
+        return None
+    parts = []
+    for d in index["devices"]:
+        part = cache.load(prof, key, part_name(d))
+        if part is None:
+            return None
+        parts.append(part)
+    return {**build.assemble(index["host"], parts), "warnings": list(index["warnings"])}
+
+
+class PartWriter:
+    """Stores each device part as it is built, then the index (host tables, device ids, metas,
+    warnings).  A part that cannot be written stops the caching (one warning, added last)."""
+
+    def __init__(self, prof: Path, key: str) -> None:
+        self.prof, self.key = prof, key
+        self.devices: list[int] = []
+        self.meta: dict[int, dict[str, Any]] = {}
+        self.failed = WarningLog()
+
+    def device(self, device_id: int, part: dict[str, pd.DataFrame], readers: list[Any] | None = None) -> None:
+        self.devices.append(device_id)
+        self.meta[device_id] = part_meta(part, readers or [])
+        if not self.failed:
+            cache.store(self.prof, self.key, part, self.failed, part=part_name(device_id))
+
+    def finish(self, host: dict[str, pd.DataFrame], warnings: WarningLog) -> None:
+        """Write the index with the complete ``warnings``; then add a failure to write to them."""
+        if not self.failed:
+            for m in self.meta.values():
+                m["readers"] = []  # reported already; not needed from the cache
+            cache.store(self.prof, self.key, {"host": host, "devices": list(self.devices), "meta": self.meta,
+                                              "warnings": list(warnings.messages)}, self.failed)
+        warnings.extend(self.failed)
+
+
+@dataclass
+class DevicePart:
+    """What building one device gives besides its tables: its meta and warnings (small, so a
+    worker process can send it back)."""
+
+    device_id: int
+    meta: dict[str, Any]
+    warnings: WarningLog = field(default_factory=WarningLog)
+
+
+class ProfSource:
+    """The host tables of ``prof`` (:attr:`host`, a session without device rows) and each
+    device's session on demand (:meth:`build` in device order, then :meth:`finish`; afterwards
+    :meth:`device` reads a device again, e.g. for the DB)."""
+
+    def __init__(self, prof: Path, use_cache: bool = True) -> None:
+        self.prof = prof
+        self.use_cache = use_cache
+        self.key = cache.fingerprint(prof)
+        self.warnings = WarningLog()
+        self.stage: build.HostStage | None = None
+        index = cache.load(prof, self.key) if use_cache else None
+        self.cached = isinstance(index, dict) and "devices" in index
+        if self.cached:
+            assert isinstance(index, dict)
+            host, self.devices = index["host"], [int(d) for d in index["devices"]]
+            self.meta: dict[int, dict[str, Any]] = dict(index["meta"])
+            self.warnings = WarningLog(list(index["warnings"]))
+        else:
+            self.stage = build.build_host(prof, self.warnings)
+            host, self.devices, self.meta = self.stage.tables, list(self.stage.units), {}
+        self.writer = PartWriter(prof, self.key) if use_cache and not self.cached else None
+        dev_ids = set(pd.to_numeric(host["devices"]["device_id"]).astype("int64").tolist()) \
+            if len(host["devices"]) else set()
+        self.all_devices = tuple(sorted(dev_ids | set(self.devices)))
+        self.host = Session.from_tables(path=prof, **host)
+        self.host.all_devices = self.all_devices
+        self.finished = False
+
+    def session(self, part: dict[str, pd.DataFrame]) -> Session:
+        """A session of the host tables and one device's (``part``); once every device is built,
+        with the small tables and facts of every device (``all_reduce``, ``device_facts``)."""
+        tables = {name: getattr(self.host, name) for name in HOST_TABLES}
+        s = Session.from_tables(path=self.prof, **tables, **part)
+        s.all_devices = self.all_devices
+        if self.finished:
+            s.all_reduce = self.host.all_reduce
+            s.device_facts = self.host.device_facts
+        return s
+
+    def build(self, device_id: int) -> tuple[Session, DevicePart]:
+        """Device ``device_id``'s session, decoded (and cached) or read from the cache, with
+        the warnings its decode gave (for :meth:`add`, in device order)."""
+        log = WarningLog()
+        part = cache.load(self.prof, self.key, part_name(device_id)) if self.cached else None
+        if part is not None:
+            return self.session(part), DevicePart(device_id, self.meta.get(device_id) or part_meta(part, []), log)
+        part, readers = build.build_device(self._stage(), device_id, log)
+        if self.writer is not None:
+            self.writer.device(device_id, part, readers)
+            meta = self.writer.meta[device_id]
+        else:
+            meta = part_meta(part, readers)
+        return self.session(part), DevicePart(device_id, meta, log)
+
+    def add(self, info: DevicePart) -> None:
+        """Take in what building a device gave (call in device order)."""
+        replay(self.warnings, info.warnings)
+        self.meta[info.device_id] = info.meta
+        if self.writer is not None and info.device_id not in self.writer.meta:  # built in a worker process
+            self.writer.devices.append(info.device_id)
+            self.writer.meta[info.device_id] = info.meta
+
+    def finish(self) -> None:
+        """Every device built and added: the warnings given last, DataError when the dir held
+        no data at all, and the cache index.  Sessions made from now on carry every device's
+        ``all_reduce`` rows and ``facts`` (see :meth:`session`)."""
+        self.finished = True
+        self.host.all_reduce = build.join_parts("all_reduce", [self.meta[d]["all_reduce"] for d in self.devices])
+        self.host.device_facts = {d: self.meta[d].get("facts", {}) for d in self.devices}
+        if self.cached:
+            return
+        assert self.stage is not None
+        readers = [r for d in self.devices for r in self.meta[d]["readers"]]
+        build.finish(self.stage, readers, any(self.meta[d]["has_data"] for d in self.devices), self.warnings)
+        if self.writer is not None:
+            self.writer.devices = list(self.devices)
+            self.writer.finish({name: getattr(self.host, name) for name in HOST_TABLES}, self.warnings)
+            self.cached = not self.writer.failed
+        if self.cached:
+            self.stage = None  # the decoded host records: only needed to decode a device again
+
+    def device(self, device_id: int, categories: dict[str, list[str]] | None = None) -> Session:
+        """Device ``device_id``'s session again (after :meth:`finish`): from the cache, else
+        decoded again (its warnings were given the first time).  ``categories``: the task
+        columns' categories to set (:meth:`categories`: then every string function of the
+        columns sees what it sees on the whole session)."""
+        part = cache.load(self.prof, self.key, part_name(device_id)) if self.use_cache else None
+        if part is None:
+            part, _ = build.build_device(self._stage(), device_id, WarningLog())
+        if categories:
+            t = part["tasks"]
+            for c, values in categories.items():
+                if c in t.columns and isinstance(t[c].dtype, pd.CategoricalDtype):
+                    t[c] = t[c].cat.set_categories(values)
+        return self.session(part)
+
+    def categories(self) -> dict[str, list[str]]:
+        """Per categorical task column, the whole session's categories (sorted union)."""
+        out: dict[str, set[str]] = {}
+        for d in self.devices:
+            for c, values in self.meta[d]["cats"].items():
+                out.setdefault(c, set()).update(values)
+        return {c: sorted(v) for c, v in out.items()}
+
+    def _stage(self) -> build.HostStage:
+        if self.stage is None:  # a cached part went missing: decode the host side again
+            self.stage = build.build_host(self.prof, WarningLog())
+        return self.stage
+
+
+__all__ = ["ProfSource", "DevicePart", "PartWriter", "cached_tables", "replay", "HOST_TABLES"]

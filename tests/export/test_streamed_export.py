@@ -1,0 +1,109 @@
+"""The export reading one device at a time (export.stream) writes the bytes the whole
+session gives, in one process or two; a worker that dies is one clear error."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from msprof_py.errors import MsprofError, WarningLog
+from msprof_py.export import ExportOptions, export
+from msprof_py.export import parallel
+from msprof_py.parse.source import replay
+
+
+@pytest.fixture(scope="module")
+def two_devices(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from msprof_py.collect import collect
+
+    res = collect("resnet50", output=tmp_path_factory.mktemp("c2"), devices=2, iterations=1, seed=5,
+                  fixed_clock=True)
+    return res.prof_dir
+
+
+def _outputs(prof: Path) -> dict[str, str]:
+    files = sorted(p for p in prof.rglob("*") if p.is_file() and (
+        "mindstudio_profiler_output" in p.parts or p.suffix == ".db" or p.name == "msprof_py_export.log"))
+    return {str(p.relative_to(prof)): hashlib.md5(p.read_bytes().replace(str(prof).encode(), b"P")).hexdigest()
+            for p in files}
+
+
+def _export(src: Path, where: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> dict[str, str]:
+    prof = where / src.name
+    shutil.copytree(src, prof)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    export(prof, ExportOptions())
+    for k in env:
+        monkeypatch.delenv(k)
+    return _outputs(prof)
+
+
+def test_streamed_equals_whole_session_export(two_devices: Path, tmp_path: Path, monkeypatch) -> None:
+    whole = _export(two_devices, tmp_path / "w", monkeypatch, MSPROF_PY_STREAM="0")
+    one = _export(two_devices, tmp_path / "s1", monkeypatch, MSPROF_PY_WORKERS="1")
+    two = _export(two_devices, tmp_path / "s2", monkeypatch, MSPROF_PY_WORKERS="2")
+    assert any(k.endswith(".db") for k in whole) and any("op_summary_1" in k for k in whole)
+    assert one == whole
+    assert two == whole
+
+
+def test_second_export_reads_the_cached_devices(two_devices: Path, tmp_path: Path, monkeypatch) -> None:
+    prof = tmp_path / two_devices.name
+    shutil.copytree(two_devices, prof)
+    export(prof, ExportOptions())
+    first = _outputs(prof)
+    from msprof_py.parse import build
+
+    monkeypatch.setattr(build, "build_device", lambda *a: (_ for _ in ()).throw(AssertionError("parsed again")))
+    monkeypatch.setattr(build, "build_host", lambda *a: (_ for _ in ()).throw(AssertionError("parsed again")))
+    export(prof, ExportOptions())
+    assert _outputs(prof) == first
+
+
+def test_killed_worker_is_one_clear_error(two_devices: Path, tmp_path: Path, monkeypatch) -> None:
+    prof = tmp_path / two_devices.name
+    shutil.copytree(two_devices, prof)
+    from msprof_py.export import stream
+
+    parent, real = os.getpid(), stream.build_device
+
+    def die(source, dev, facts):
+        if dev == 1 and os.getpid() != parent:
+            os.kill(os.getpid(), 9)
+        return real(source, dev, facts)
+
+    monkeypatch.setattr(stream, "build_device", die)
+    with pytest.raises(MsprofError) as err:
+        export(prof, ExportOptions(workers=2))
+    text = str(err.value)
+    assert "worker process died" in text and "device_1" in text and "\n" not in text
+
+
+def test_worker_error_comes_back_as_the_same_error() -> None:
+    from msprof_py.errors import CorruptRecordError
+
+    def boom(x: int) -> int:
+        if x == 2:
+            raise CorruptRecordError("/x/stars_soc.data", 64, "bad magic")
+        return x
+
+    with pytest.raises(CorruptRecordError, match=r"^/x/stars_soc.data: byte 64: bad magic$"):
+        list(parallel.run_tasks(boom, [1, 2, 3], 2, str))
+    assert list(parallel.run_tasks(lambda x: x * 2, [1, 2, 3], 2, str)) == [2, 4, 6]
+
+
+def test_replayed_warnings_add_up_like_one_log() -> None:
+    one, a, b, merged = WarningLog(), WarningLog(), WarningLog(), WarningLog()
+    for log in (one, a):
+        log.warn("first")
+        log.tally("torn records", 2, "dev0:16")
+    for log in (one, b):
+        log.tally("torn records", 3, "dev1:32")
+        log.warn("last")
+    replay(merged, a)
+    replay(merged, b)
+    assert merged.messages == one.messages
