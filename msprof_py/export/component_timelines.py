@@ -24,7 +24,6 @@ variant is skipped with a warning.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,24 +31,20 @@ import pandas as pd
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, api_of_device, of_device
 from msprof_py.export.legacy_summaries import COMPONENTS, dynamic_launches
-from msprof_py.export.timeline_layers import cann_layer, communication_layer, hardware_layer, step_trace_slices
+from msprof_py.export.timeline_layers import cann_layer, communication_layer, hardware_layer, i64, step_trace_slices
 from msprof_py.export.timeline_model import Timeline
 from msprof_py.export.timeline_write import write_timeline
 from msprof_py.export.trace_events import Arg, Slices, format_pid
-from msprof_py.export.views import npu_label, shown_tasks
+from msprof_py.export.views import npu_label, shown_rows
 from msprof_py.parse.session import Session
 
 AI_STACK_SORT = 1  # a CPU-side sort index msprof's layout leaves unused
 SUMMARY_TWINS = {"task_time", "step_trace", "runtime_api", "ai_stack_time", "ge_op_execute"}
 
 
-def _i64(col: Any) -> np.ndarray:
-    return pd.to_numeric(pd.Series(col), errors="coerce").fillna(-1).to_numpy(np.int64)
-
-
 def _host_pid(session: Session, api: pd.DataFrame) -> int:
     if len(api):
-        return int(_i64(api["pid"])[0])
+        return int(i64(api["pid"])[0])
     from msprof_py.export.session_access import device_info
     info = device_info(session, 0)
     return int(info.get("pid") or 0)
@@ -79,8 +74,8 @@ class ComponentTimeline:
     def build(self, session: Session, dev: int, ctx: ExportContext) -> Timeline:
         tl = Timeline()
         n = self.name
-        if n == "task_time":
-            hardware_layer(session, dev, tl)
+        if n == "task_time":  # msprof_{dev}.json's layer: its bytes are copied when that file was written
+            hardware_layer(session, dev, tl, replay=ctx)
         elif n == "runtime_api":
             cann_layer(session, dev, tl, _api_levels(session, dev, ("runtime",)))
             _rename_cann(tl, 0, "Runtime")
@@ -111,12 +106,12 @@ class ComponentTimeline:
             for comp, levels in COMPONENTS:
                 m = np.isin(lvl, levels)
                 if m.any():
-                    parts.append(pd.DataFrame({"comp": comp, "s": _i64(api["start_ns"])[m],
-                                               "e": _i64(api["end_ns"])[m]}))
-        t = shown_tasks(session, dev)
-        if len(t):
-            s = _i64(t["start_ns"])
-            parts.append(pd.DataFrame({"comp": "Task Scheduler", "s": s, "e": s + _i64(t["dur_ns"])}))
+                    parts.append(pd.DataFrame({"comp": comp, "s": i64(api["start_ns"])[m],
+                                               "e": i64(api["end_ns"])[m]}))
+        rows = shown_rows(session, dev)  # the shown tasks' two columns, not a copy of their table
+        if len(rows):
+            s = i64(session.tasks["start_ns"])[rows]
+            parts.append(pd.DataFrame({"comp": "Task Scheduler", "s": s, "e": s + i64(session.tasks["dur_ns"])[rows]}))
         if not parts:
             return
         calls = pd.concat(parts, ignore_index=True)
@@ -124,13 +119,13 @@ class ComponentTimeline:
         pid = format_pid(_host_pid(session, api), AI_STACK_SORT, dev)
         if len(steps):
             st = steps.sort_values("step_end_ns", kind="stable")
-            w_end = _i64(st["step_end_ns"])
-            w_start = np.concatenate([[min(int(_i64(st["step_start_ns"])[0]), int(calls["s"].min()) - 1)], w_end[:-1]])
+            w_end = i64(st["step_end_ns"])
+            w_start = np.concatenate([[min(int(i64(st["step_start_ns"])[0]), int(calls["s"].min()) - 1)], w_end[:-1]])
             # a call belongs to the window (previous end, end] holding its start
             k = np.searchsorted(w_end, calls["s"].to_numpy(), side="left")
             calls = calls[k < len(w_end)].assign(w=k[k < len(w_end)])
             win = pd.DataFrame({"w": np.arange(len(w_end)), "ws": w_start, "we": w_end,
-                                "iter": _i64(st["index_id"]), "model": _i64(st["model_id"])})
+                                "iter": i64(st["index_id"]), "model": i64(st["model_id"])})
         else:
             calls = calls.assign(w=0)
             win = pd.DataFrame({"w": [0], "ws": [int(calls["s"].min())], "we": [int(calls["e"].max())],

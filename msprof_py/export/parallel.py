@@ -9,8 +9,10 @@ the order a single process would have produced it; the caller does that (:func:`
 yields results in task order).  An error a worker raises comes back as the same one-line
 :class:`MsprofError`; a worker that dies (killed, out of memory) is one clear error too.
 
-``MSPROF_PY_WORKERS`` (or ``ExportOptions.workers``) sets the number of processes; 1 runs
-everything in the calling process.
+``MSPROF_PY_WORKERS`` (or ``ExportOptions.workers``) sets the number of processes; the default
+is 1 (everything in the calling process): on the shared 2-core machine two processes showed no
+wall-time win while the tree's memory went from ~540 to ~970 MB on the 1M-task collection
+(benchmarks/RESULTS.md, issue 12 phase 3).  ``MSPROF_PY_WORKERS=2`` turns them on.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from typing import Any
 from msprof_py.errors import MsprofError
 
 WORKERS_ENV = "MSPROF_PY_WORKERS"
+DEFAULT_WORKERS = 1  # see the module doc: 2 only once a quiet machine shows it wins
 _TASK: Callable[[Any], Any] | None = None  # the function workers run (set before the fork)
 
 
@@ -33,19 +36,12 @@ class WorkerDiedError(MsprofError):
     exit_code = 1
 
 
-def cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def workers_for(tasks: int, asked: int | None = None) -> int:
     """Processes to use for ``tasks`` independent tasks: ``asked`` (else ``MSPROF_PY_WORKERS``,
-    else the CPUs this process may use, at most 2), never more than the tasks; 1 without fork."""
+    else 1: see the module doc), never more than the tasks; 1 without fork."""
     if asked is None:
         env = os.environ.get(WORKERS_ENV, "").strip()
-        asked = int(env) if env.isdigit() and int(env) > 0 else min(2, cpu_count())
+        asked = int(env) if env.isdigit() and int(env) > 0 else DEFAULT_WORKERS
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
     return max(1, min(asked, tasks))

@@ -30,13 +30,14 @@ from pathlib import Path
 from msprof_py.export import counter_export, pmu_export
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import of_device
-from msprof_py.export.timeline_layers import (cann_layer, communication_layer, device_pid, hardware_layer,
-                                              layer_sorts, step_trace_slices)
+from msprof_py.export.timeline_layers import (DeviceTasks, cann_layer, communication_layer, device_pid,
+                                              hardware_layer, layer_sorts, step_trace_slices)
 from msprof_py.export.timeline_links import host_to_device_flows, overlap_layer
 from msprof_py.export.timeline_model import Timeline
 from msprof_py.export.timeline_write import check_timeline, write_timeline
 from msprof_py.export.trace_events import format_pid
-from msprof_py.export.views import cpp_export, shown_tasks
+from msprof_py.export.views import cpp_export
+from msprof_py.memory import trim
 from msprof_py.parse.session import Session
 
 
@@ -45,14 +46,16 @@ def build_timeline(session: Session, device_id: int, ctx: ExportContext) -> Time
     if ctx.layer_on("msproftx") and device_id != counter_export.HOST_DEVICE_ID:  # host-only: msprof_tx.json
         tl.slices += counter_export.tx_layer(session, tl.meta)
     api = cann_layer(session, device_id, tl) if ctx.layer_on("cann") else session.api.iloc[:0]
-    tasks = hardware_layer(session, device_id, tl) if ctx.layer_on("ascend") else shown_tasks(session, device_id).iloc[:0]
+    # the device's shown tasks: one copy for the hardware layer, Overlap Analysis and the flows
+    shown = DeviceTasks(session, device_id) if ctx.layer_on("ascend") or ctx.layer_on("overlap_analyse") else None
+    tasks = hardware_layer(session, device_id, tl, shown) if ctx.layer_on("ascend") and shown is not None \
+        else session.tasks.iloc[:0]
     if ctx.layer_on("step_trace"):
         tl.slices += step_trace_slices(session, device_id, tl.meta)
     comm_ops = communication_layer(session, device_id, tl) if ctx.layer_on("communication") \
         else session.communication.iloc[:0]
     if ctx.layer_on("overlap_analyse"):
-        all_tasks = shown_tasks(session, device_id)
-        overlap_layer(session, device_id, all_tasks, of_device(session.communication, device_id), tl)
+        overlap_layer(session, device_id, shown, of_device(session.communication, device_id), tl)
     srt = layer_sorts(session)
     dpid = device_pid(session, device_id)
     if ctx.layer_on("freq"):
@@ -64,11 +67,11 @@ def build_timeline(session: Session, device_id: int, ctx: ExportContext) -> Time
         comm_tid = {e["args"]["name"][len("Group "):-len(" Communication")]: e["tid"]
                     for e in names if e["args"]["name"].startswith("Group ")}
     flows = host_to_device_flows(api, tasks, comm_ops, format_pid(dpid, srt.hw, device_id),
-                                 format_pid(dpid, srt.comm, device_id), comm_tid, srt.cann, not cpp_export(session))
+                                 format_pid(dpid, srt.comm, device_id), comm_tid, srt.cann, not cpp_export(session),
+                                 shown.info() if len(tasks) and shown is not None else None)
     if flows is not None and len(flows):
         tl.flows.append(flows)
     return tl
-
 
 
 class MsprofTimeline:
@@ -81,6 +84,7 @@ class MsprofTimeline:
         tl = build_timeline(session, naming.device_id or 0, ctx)
         if not tl:
             return []
+        trim()  # the build's temporaries (its copy of the task table) back to the system first
         path = out_dir / naming.file("msprof", "json")
         if ctx.slice_bytes:
             from msprof_py.export.timeline_slices import write_sliced

@@ -7,12 +7,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from msprof_py.export.base import ExportContext
 from msprof_py.export.session_access import api_of_device, device_ids, device_info, of_device
-from msprof_py.export.timeline_model import Timeline
+from msprof_py.export.timeline_model import RenderedSlices, Timeline
 from msprof_py.export.trace_events import (HOST_DEVICE, LEGACY_SORTS, STEP_TRACE_TID_OFFSET, Arg, LayerSorts, Meta,
                                            Slices, format_pid)
 from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0,
-                                    legacy_layout, npu_label, shown_task_types, shown_tasks, span_durations)
+                                    legacy_layout, npu_label, op_info, shown_rows, shown_task_types, shown_tasks,
+                                    span_durations)
 from msprof_py.parse.session import Session
 
 LEVEL_NAMES = {"acl": "AscendCL", "model": "Model", "node": "Node", "communication": "Communication",
@@ -76,9 +78,49 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
     return api
 
 
-def hardware_layer(session: Session, device_id: int, tl: Timeline) -> pd.DataFrame:
-    """One X per device task on its stream thread; returns the task rows shown."""
-    t = shown_tasks(session, device_id)
+class DeviceTasks:
+    """One device's shown tasks (:func:`~msprof_py.export.views.shown_tasks`: executed, in start
+    order) and their timeline names, computed once and shared by the layers of one build (the
+    Ascend Hardware layer, Overlap Analysis, the flows)."""
+
+    def __init__(self, session: Session, device_id: int) -> None:
+        self.table = shown_tasks(session, device_id)
+        self._names: pd.Categorical | None = None
+        self._info: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def names(self) -> pd.Categorical:
+        """:func:`~msprof_py.export.views.display_names` of every row (computed once)."""
+        if self._names is None:
+            self._names = display_names(self.table)
+        return self._names
+
+    def info(self) -> np.ndarray:
+        """:func:`~msprof_py.export.views.op_info` of every row (computed once)."""
+        if self._info is None:
+            self._info = op_info(self.table)
+        return self._info
+
+
+def _pick(col: Any, idx: np.ndarray | None) -> Any:
+    return col if idx is None else col[idx]
+
+
+def hardware_layer(session: Session, device_id: int, tl: Timeline, tasks: DeviceTasks | None = None,
+                   replay: ExportContext | None = None) -> pd.DataFrame:
+    """One X per device task on its stream thread; returns the task rows shown.
+
+    ``tasks``: the device's shown tasks when the caller has them.  ``replay``: an export whose
+    earlier file rendered this device's layer (``ctx.rendered``): the layer is then only
+    described (metadata and sizes, from a few columns) and its bytes are copied, not rebuilt."""
+    if replay is not None and replay.scratch is not None and tasks is None:
+        done = _replayed_layer(session, device_id, tl, replay)
+        if done:
+            return session.tasks.iloc[:0]
+    shown = tasks if tasks is not None else DeviceTasks(session, device_id)
+    t = shown.table
     if len(t) == 0:
         return t
     hw_sort = layer_sorts(session).hw
@@ -90,26 +132,61 @@ def hardware_layer(session: Session, device_id: int, tl: Timeline) -> pd.DataFra
     cpp = cpp_export(session)
     # msprof's C++ timeline writes MEMCPY_ASYNC tasks apart: Task Type the SQE type, plus the copy
     memcpy = cat_isin(as_cat(t["host_task_type"]), ["MEMCPY_ASYNC"]) if cpp else np.zeros(len(t), bool)
-    for part, extra in ((t[~memcpy], []), (t[memcpy], _memcpy_args(session, t[memcpy]))):
-        if len(part) == 0:
+    # columns are computed once on all rows and indexed per part (no per-part copy of the table)
+    names, start = shown.names(), i64(t["start_ns"])
+    # dur: msprof's C++ analysis shows its double duration truncated (span_ns), its Python path the
+    # float duration itself, whose nearest whole ns is op_summary's (dur_ns)
+    dur = span_durations(t) if cpp else i64(t["dur_ns"])
+    device_type = as_cat(t["device_task_type"])
+    # msprof's Python path shows the device (SQE) type, its C++ analysis the task type
+    task_type = shown_task_types(t, is_level0(session)) if cpp else device_type
+    cols = {k: i64(t[k]) for k in ("model_id", "task_id", "batch_id", "context_id", "connection_id")}
+    whole = not memcpy.any()
+    for is_memcpy in (False, True):
+        idx = None if whole and not is_memcpy else np.flatnonzero(memcpy == is_memcpy)
+        n = len(t) if idx is None else len(idx)
+        if n == 0:
             continue
-        ptid = i64(part["stream_id"])
+        extra = _memcpy_args(session, t.take(idx)) if is_memcpy else []
+        ptid = _pick(stream, idx)
         tl.slices.append(Slices(
-            name=display_names(part), pid=np.full(len(part), hw_pid, np.int64), tid=ptid,
-            # dur: msprof's C++ analysis shows its double duration truncated (span_ns), its Python
-            # path the float duration itself, whose nearest whole ns is op_summary's (dur_ns)
-            start_ns=i64(part["start_ns"]), dur_ns=span_durations(part) if cpp else i64(part["dur_ns"]),
-            label="device task",
-            cache_key=("hw", device_id) if not extra else ("hw.memcpy", device_id),
-            args=[Arg("Model Id", "int", i64(part["model_id"])),
-                  # msprof's Python path shows the device (SQE) type, its C++ analysis the task type
-                  Arg("Task Type", "str", shown_task_types(part, is_level0(session)) if cpp and not extra
-                      else as_cat(part["device_task_type"])),
-                  Arg("Physic Stream Id", "int", ptid), Arg("Task Id", "int", i64(part["task_id"])),
-                  Arg("Batch Id", "int", i64(part["batch_id"])), Arg("Subtask Id", "int", i64(part["context_id"])),
+            name=_pick(names, idx), pid=np.full(n, hw_pid, np.int64), tid=ptid,
+            start_ns=_pick(start, idx), dur_ns=_pick(dur, idx), label="device task",
+            cache_key=_hw_key(device_id, is_memcpy),
+            args=[Arg("Model Id", "int", _pick(cols["model_id"], idx)),
+                  Arg("Task Type", "str", _pick(device_type if extra else task_type, idx)),
+                  Arg("Physic Stream Id", "int", ptid), Arg("Task Id", "int", _pick(cols["task_id"], idx)),
+                  Arg("Batch Id", "int", _pick(cols["batch_id"], idx)),
+                  Arg("Subtask Id", "int", _pick(cols["context_id"], idx)),
                   # the C++ analysis prints the id as a uint64 (none: 18446744073709551615)
-                  Arg("connection_id", "u64" if cpp else "int", i64(part["connection_id"])), *extra]))
+                  Arg("connection_id", "u64" if cpp else "int", _pick(cols["connection_id"], idx)), *extra]))
     return t
+
+
+def _hw_key(device_id: int, memcpy: bool) -> tuple[Any, ...]:
+    return ("hw.memcpy", device_id) if memcpy else ("hw", device_id)
+
+
+def _replayed_layer(session: Session, device_id: int, tl: Timeline, ctx: ExportContext) -> bool:
+    """The Ascend Hardware layer of a device whose slices ``ctx`` rendered already: its metadata
+    from the stream ids, and a :class:`RenderedSlices` per part; False when a part is missing."""
+    rows = shown_rows(session, device_id)
+    if len(rows) == 0:
+        return False
+    t = session.tasks
+    memcpy = cat_isin(as_cat(t["host_task_type"]), ["MEMCPY_ASYNC"])[rows] if cpp_export(session) \
+        else np.zeros(len(rows), bool)
+    parts = [(_hw_key(device_id, m), int(np.count_nonzero(memcpy == m))) for m in (False, True)]
+    parts = [(k, n) for k, n in parts if n]
+    if not all(k in ctx.rendered for k, _ in parts):
+        return False
+    hw_sort = layer_sorts(session).hw
+    hw_pid = format_pid(device_pid(session, device_id), hw_sort, device_id)
+    _hw_process_meta(tl.meta, hw_pid, npu_label(session, device_id), hw_sort)
+    for s in sorted(pd.unique(i64(t["stream_id"].to_numpy()[rows])).tolist()):
+        tl.meta.thread(hw_pid, int(s), f"Stream {s}", int(s))
+    tl.slices += [RenderedSlices(k, n) for k, n in parts]
+    return True
 
 
 def _memcpy_args(session: Session, t: pd.DataFrame) -> list[Arg]:
@@ -249,5 +326,9 @@ def communication_layer(session: Session, device_id: int, tl: Timeline) -> pd.Da
 
 
 def _num_text(col: pd.Series) -> pd.Categorical:
-    v = pd.to_numeric(col, errors="coerce")
-    return pd.Categorical(v.map(lambda x: "null" if pd.isna(x) else repr(float(x))))
+    """Each value as msprof's JSON double (``repr``), ``null`` where missing; formatted once per
+    distinct bit pattern (so 0.0 and -0.0 keep their own texts)."""
+    v = pd.to_numeric(col, errors="coerce").to_numpy(np.float64)
+    bits, codes = np.unique(v.view(np.int64), return_inverse=True)
+    texts = np.asarray(["null" if x != x else repr(x) for x in bits.view(np.float64).tolist()], dtype=object)
+    return pd.Categorical(texts[codes.reshape(-1)])

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export import intervals
-from msprof_py.export.timeline_layers import device_pid, i64, layer_sorts
+from msprof_py.export.timeline_layers import DeviceTasks, device_pid, i64, layer_sorts
 from msprof_py.export.timeline_model import Timeline
 from msprof_py.export.trace_events import HOST_DEVICE, Flows, LayerSorts, Slices, format_pid
-from msprof_py.export.views import (as_cat, cat_isin, cpp_export, display_names, legacy_layout, npu_label, op_info,
+from msprof_py.export.views import (as_cat, cat_isin, cpp_export, legacy_layout, npu_label, op_info,
                                     task_types)
 from msprof_py.parse.session import Session
 
@@ -19,7 +19,7 @@ OVERLAP_NO_EXTENT = ["KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_A
 COMM_KERNEL_SUFFIXES = ("AicpuKernel", "AivKernel")
 
 
-def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
+def overlap_layer(session: Session, device_id: int, tasks: DeviceTasks, comm_ops: pd.DataFrame,
                   tl: Timeline) -> None:
     """msprof's Overlap Analysis (OverlapAnalysisProcessor), whenever the device ran tasks:
     Computing = union of the compute tasks (a TaskInfo; not the HCCL ``AicpuKernel`` /
@@ -31,13 +31,16 @@ def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_op
     the gaps between busy sections (no leading / trailing Free, as that msprof wrote it)."""
     if len(tasks) == 0 and len(comm_ops) == 0:
         return
-    names = np.asarray(display_names(tasks), dtype=object) if len(tasks) else np.array([], dtype=object)
-    comm_kernel = np.array([str(n).endswith(COMM_KERNEL_SUFFIXES) for n in names], dtype=bool)
-    comp = tasks[op_info(tasks) & ~comm_kernel & ~cat_isin(task_types(tasks), ["COMMUNICATION", "HCCL_AI_CPU"])] \
-        if len(tasks) else tasks
-    c_s = i64(comp["start_ns"]) if len(comp) else np.array([], np.int64)
-    c_e = c_s + (i64(comp["dur_ns"]) if len(comp) else 0)
-    computing = intervals.union(c_s, c_e)
+    t = tasks.table
+    start = i64(t["start_ns"]) if len(t) else np.array([], np.int64)
+    end = start + (i64(t["dur_ns"]) if len(t) else 0)
+    names = tasks.names() if len(t) else None
+    # the HCCL kernels, told by name: one test per distinct name, not per task
+    comm_kernel = np.asarray([str(c).endswith(COMM_KERNEL_SUFFIXES) for c in names.categories], dtype=bool)[
+        names.codes] if names is not None else np.zeros(0, bool)
+    comp = tasks.info() & ~comm_kernel & ~cat_isin(task_types(t), ["COMMUNICATION", "HCCL_AI_CPU"]) \
+        if len(t) else np.zeros(0, bool)
+    computing = intervals.union(start[comp], end[comp])
     m_s = i64(comm_ops["start_ns"]) if len(comm_ops) else np.array([], np.int64)
     communication = intervals.union(m_s, m_s + (i64(comm_ops["dur_ns"]) if len(comm_ops) else 0))
     not_overlapped = intervals.difference(communication, computing)
@@ -45,11 +48,10 @@ def overlap_layer(session: Session, device_id: int, tasks: pd.DataFrame, comm_op
         return  # the Python analysis: "Both task data and hccl data are missing", no process at all
     busy = intervals.union(np.concatenate([computing[0], communication[0]]),
                            np.concatenate([computing[1], communication[1]]))
-    ext = tasks[~cat_isin(as_cat(tasks["host_task_type"]), OVERLAP_NO_EXTENT)
-                & ~cat_isin(as_cat(tasks["device_task_type"]), ["UNKNOWN"])] if len(tasks) else tasks
-    lo = [a.min() for a in (i64(ext["start_ns"]) if len(ext) else None, busy[0]) if a is not None and len(a)]
-    hi = [a.max() for a in ((i64(ext["start_ns"]) + i64(ext["dur_ns"])) if len(ext) else None, busy[1])
-          if a is not None and len(a)]
+    ext = ~cat_isin(as_cat(t["host_task_type"]), OVERLAP_NO_EXTENT) \
+        & ~cat_isin(as_cat(t["device_task_type"]), ["UNKNOWN"]) if len(t) else np.zeros(0, bool)
+    lo = [a.min() for a in (start[ext], busy[0]) if len(a)]
+    hi = [a.max() for a in (end[ext], busy[1]) if len(a)]
     free = (np.array([], np.int64), np.array([], np.int64))
     if legacy_layout(session):  # that msprof's Free: only the gaps between busy sections
         lo, hi = [busy[0].min()] if len(busy[0]) else [], [busy[1].max()] if len(busy[1]) else []
@@ -77,7 +79,8 @@ ACL_EVENT_APIS = ["aclrtRecordEvent", "aclrtStreamWaitEvent"]
 
 def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.DataFrame,
                          hw_pid: int, comm_pid: int, comm_tid: dict[str, int] | None = None,
-                         cann_sort: int = LayerSorts().cann, python: bool = False) -> Flows | None:
+                         cann_sort: int = LayerSorts().cann, python: bool = False,
+                         task_info: np.ndarray | None = None) -> Flows | None:
     """HostToDevice flows as msprof's C++ timeline selects them (CannAssembler::GenerateConnectionTrace,
     AscendHardwareAssembler::GenerateTaskConnectionTrace): a start at every Node launch,
     ``aclrtRecordEvent`` / ``aclrtStreamWaitEvent`` call and call that issued a MEMCPY_ASYNC task; an
@@ -87,7 +90,8 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
     Python analysis (HostToDevice.add_task_connection_data) starts a device task's flow at its launch
     (the task_track record: its thread, ``launch_ns``) rather than at the Node call, and numbers it
     ``device << 80 | stream << 64 | task << 48 | batch << 32 | context``; we keep ``connection_id <<
-    32`` there (ids past 2**53 are not exact in viewers reading them as doubles: README)."""
+    32`` there (ids past 2**53 are not exact in viewers reading them as doubles: README).  ``task_info``: :func:`~msprof_py.export.views.op_info`
+    of ``tasks`` when the caller has it."""
     if len(api) == 0:
         return None
     lv = api["level"].astype(object).astype(str).to_numpy()
@@ -103,12 +107,12 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
     ends = []
     if len(tasks):
         tconn = i64(tasks["connection_id"])
-        sel = op_info(tasks) | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn)
-        tk = tasks[sel]
-        ends.append(pd.DataFrame({"conn": i64(tk["connection_id"]), "pid": hw_pid,
-                                  "tid": i64(tk["stream_id"]), "ns": i64(tk["start_ns"]),
-                                  "launch_tid": i64(tk["thread_id"]) if python else -1,
-                                  "launch_ns": i64(tk["launch_ns"]) if python else -1}))
+        info = op_info(tasks) if task_info is None else task_info
+        sel = info | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn)
+        ends.append(pd.DataFrame({"conn": tconn[sel], "pid": hw_pid,
+                                  "tid": i64(tasks["stream_id"])[sel], "ns": i64(tasks["start_ns"])[sel],
+                                  "launch_tid": i64(tasks["thread_id"])[sel] if python else -1,
+                                  "launch_ns": i64(tasks["launch_ns"])[sel] if python else -1}))
     if len(comm_ops) and comm_tid is not None:
         ends.append(pd.DataFrame({"conn": i64(comm_ops["connection_id"]), "pid": comm_pid,
                                   "tid": comm_ops["group_name"].astype(str).map(comm_tid).to_numpy(np.int64),

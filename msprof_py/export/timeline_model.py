@@ -11,13 +11,27 @@ import pandas as pd
 
 from msprof_py.export.base import ExportContext
 from msprof_py.export.trace_events import Counters, Flows, Meta, Slices
-from msprof_py.export.validate import flow_problems, id_problems, nesting_problems, viewer_durations
+from msprof_py.export.validate import (flow_problems, id_problems, negative_message, nesting, overlap_message,
+                                       overlap_order, viewer_durations)
+
+
+@dataclass
+class RenderedSlices:
+    """A layer an earlier file of the same export rendered (``ExportContext.rendered[cache_key]``):
+    only its event count is known; its bytes are copied from the scratch file, and it was checked
+    with that file."""
+
+    cache_key: tuple[Any, ...]
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
 
 
 @dataclass
 class Timeline:
     meta: Meta = field(default_factory=Meta)
-    slices: list[Slices] = field(default_factory=list)
+    slices: list[Slices | RenderedSlices] = field(default_factory=list)
     flows: list[Flows] = field(default_factory=list)
     counters: list[Counters] = field(default_factory=list)  # C events (AI Core frequency, ...)
 
@@ -28,42 +42,55 @@ class Timeline:
     def slice_count(self) -> int:
         return sum(len(s) for s in self.slices)
 
-    def problems(self, skip: set[tuple[Any, ...]] | frozenset[tuple[Any, ...]] = frozenset()) -> list[str]:
-        """Nesting, flow pairing and id-range problems (empty when the file will load cleanly).
-        Slices whose ``cache_key`` is in ``skip`` were checked already."""
-        live = [s for s in self.slices if len(s) and (s.cache_key is None or s.cache_key not in skip)]
-        out: list[str] = []
-        if live:
-            bounds = np.cumsum([0] + [len(s) for s in live])
+    def check(self, skip: set[tuple[Any, ...]] | frozenset[tuple[Any, ...]] = frozenset(),
+              limit: int = 5) -> tuple[list[str], int]:
+        """Problems (nesting, flow pairing, id ranges: empty when the file will load cleanly) and
+        the viewer fitting: the written ``dur`` of children that end (within the viewer's 0.25 µs
+        grid) at their parent's end is adjusted so they stay nested when a viewer reads ``ts`` as
+        a double (:func:`~msprof_py.export.validate.viewer_durations`).  Returns (problems, how
+        many durations changed).  Slices whose ``cache_key`` is in ``skip`` were checked already.
 
-            def name_of(i: int) -> str:
-                k = int(np.searchsorted(bounds, i, side="right") - 1)
-                return str(_label_names(live[k])[i - bounds[k]])
+        Slices are checked in groups that share no thread (a layer, or the layers drawn on the
+        same threads), each sorted and walked once for both results, so the check holds one
+        group's sort keys at a time, not the whole timeline's; the problems come out in the
+        order one pass over all slices would give."""
+        live = [s for s in self.slices if isinstance(s, Slices) and len(s)
+                and (s.cache_key is None or s.cache_key not in skip)]
+        out = _negative_durations(live, limit)
+        keys: list[np.ndarray] = []  # overlap sort keys, index = position in the concatenation
+        changed = 0
+        bounds = np.cumsum([0] + [len(s) for s in live])
+        for group in _thread_groups(live):
+            parts = [live[k] for k in group]
+            pid, tid, start, dur = (np.concatenate([np.asarray(getattr(s, c), np.int64) for s in parts])
+                                    for c in ("pid", "tid", "start_ns", "dur_ns"))
+            end = start + dur
+            nest = nesting(pid, tid, start, end)
+            if len(nest.bad):
+                local = np.cumsum([0] + [len(s) for s in parts])
 
-            out += nesting_problems(np.concatenate([s.pid for s in live]), np.concatenate([s.tid for s in live]),
-                                    np.concatenate([s.start_ns for s in live]),
-                                    np.concatenate([s.dur_ns for s in live]), name_of=name_of)
+                def whole(i: np.ndarray) -> np.ndarray:  # group positions -> timeline positions
+                    k = np.searchsorted(local, i, side="right") - 1
+                    return i - local[k] + bounds[np.asarray(group)[k]]
+
+                key = overlap_order(nest, start, end)
+                key[1], key[4] = whole(key[1]), whole(key[4])
+                keys.append(key)
+            del end
+            fitted, n = viewer_durations(pid, tid, start, dur, nest=nest)
+            del pid, tid, nest
+            if n:
+                changed += n
+                pos = 0
+                for s in parts:
+                    s.dur_ns = fitted[pos:pos + len(s)]
+                    pos += len(s)
+        if keys and not out:
+            out = _overlap_messages(live, bounds, np.concatenate(keys, axis=1), limit)
         for f in self.flows:
             # s and f come from one table of pairs, so only duplicates and the id range can be wrong
             out += flow_problems(f.ids, f.ids) + id_problems("flow id", f.ids)
-        return out
-
-    def fit_viewer(self, skip: set[tuple[Any, ...]] | frozenset[tuple[Any, ...]] = frozenset()) -> int:
-        """Adjust the written ``dur`` of children that end (within the viewer's 0.25 µs grid) at
-        their parent's end, so they stay nested when a viewer reads ``ts`` as a double
-        (:func:`~msprof_py.export.validate.viewer_durations`).  Returns how many changed."""
-        live = [s for s in self.slices if len(s) and (s.cache_key is None or s.cache_key not in skip)]
-        if not live:
-            return 0
-        dur, changed = viewer_durations(np.concatenate([s.pid for s in live]), np.concatenate([s.tid for s in live]),
-                                        np.concatenate([s.start_ns for s in live]),
-                                        np.concatenate([s.dur_ns for s in live]))
-        if changed:
-            pos = 0
-            for s in live:
-                s.dur_ns = dur[pos:pos + len(s)]
-                pos += len(s)
-        return changed
+        return out, changed
 
     def chunks(self, ctx: ExportContext | None = None) -> Iterator[bytes]:
         yield self.meta.to_bytes()
@@ -79,8 +106,10 @@ class Timeline:
                 yield from c.rows().chunks()
 
 
-def _slice_chunks(s: Slices, ctx: ExportContext | None) -> Iterator[bytes]:
+def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None) -> Iterator[bytes]:
     """Render ``s``, or replay its bytes when the same layer was rendered for an earlier file."""
+    if isinstance(s, RenderedSlices) and (ctx is None or s.cache_key not in ctx.rendered):
+        raise ValueError(f"layer {s.cache_key} was not rendered by this export")
     if ctx is None or ctx.scratch is None or s.cache_key is None:
         yield from s.rows().chunks()
         return
@@ -102,3 +131,53 @@ def _label_names(s: Slices) -> np.ndarray:
     if isinstance(s.name, str):
         return np.full(len(s), s.name, dtype=object)
     return np.asarray(pd.Series(s.name).astype(object).astype(str).to_numpy(), dtype=object)
+
+
+def _thread_groups(live: list[Slices]) -> list[list[int]]:
+    """Indices of ``live`` grouped so that two groups never draw on the same (pid, tid) thread;
+    each group in list order."""
+    owner: dict[tuple[int, int], int] = {}  # thread -> group label
+    label = list(range(len(live)))
+
+    def find(k: int) -> int:
+        while label[k] != k:
+            k = label[k]
+        return k
+
+    for k, s in enumerate(live):
+        pid = np.asarray(s.pid, np.int64)
+        tid = np.asarray(s.tid, np.int64)
+        pairs = pd.DataFrame({"p": pid, "t": tid}).drop_duplicates() if len(pid) > 1 else \
+            pd.DataFrame({"p": pid, "t": tid})
+        for thread in zip(pairs["p"].tolist(), pairs["t"].tolist()):
+            other = owner.setdefault(thread, k)
+            a, b = find(other), find(k)
+            if a != b:
+                label[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for k in range(len(live)):
+        groups.setdefault(find(k), []).append(k)
+    return list(groups.values())
+
+
+def _negative_durations(live: list[Slices], limit: int) -> list[str]:
+    """The first ``limit`` slices with a negative duration, in timeline order."""
+    out: list[str] = []
+    for s in live:
+        for i in np.flatnonzero(np.asarray(s.dur_ns, np.int64) < 0)[:limit - len(out)].tolist():
+            out.append(negative_message(int(s.pid[i]), int(s.tid[i]), int(s.start_ns[i])))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _overlap_messages(live: list[Slices], bounds: np.ndarray, keys: np.ndarray, limit: int) -> list[str]:
+    """Messages for the first ``limit`` overlapping slices in :func:`overlap_order`."""
+    order = np.lexsort(keys[::-1])[:limit]
+    out = []
+    for g in keys[4][order].tolist():
+        k = int(np.searchsorted(bounds, g, side="right") - 1)
+        s, i = live[k], g - int(bounds[k])
+        out.append(overlap_message(int(s.pid[i]), int(s.tid[i]), int(s.start_ns[i]), int(s.dur_ns[i]),
+                                   str(_label_names(s)[i])))
+    return out

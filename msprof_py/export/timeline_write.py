@@ -8,6 +8,7 @@ from pathlib import Path
 from msprof_py.atomic import atomic_open
 from msprof_py.export.base import ExportContext
 from msprof_py.export.timeline_model import Timeline
+from msprof_py.memory import trim
 
 PERFETTO_LIMIT_BYTES = 1 << 30
 
@@ -27,9 +28,9 @@ def json_array(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> None:
     """Warn about events viewers would drop, and fit nested durations to the viewers' grid."""
-    for p in tl.problems(skip=set(ctx.rendered)):
+    problems, changed = tl.check(skip=set(ctx.rendered))
+    for p in problems:
         ctx.warnings.warn(f"{path.name}: {p} (viewers drop or misdraw such events)")
-    changed = tl.fit_viewer(skip=set(ctx.rendered))
     if changed:
         ctx.notes.append(f"{path.name}: {changed} slices end within 1 us of their parent's end or their next "
                          "sibling's start; their dur was written up to 1 us shorter so they stay nested in viewers "
@@ -39,6 +40,7 @@ def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> None:
 
 def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
     check_timeline(tl, path, ctx)
+    trim()  # the check's sort keys back to the system before rendering
     size = 0
     with atomic_open(path) as fp:
         for c in json_array(tl.chunks(ctx)):

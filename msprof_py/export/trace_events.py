@@ -205,7 +205,10 @@ class Counters:
         rb.lit(',"ts":"').us3(np.asarray(self.ts_ns, np.int64)).lit('","ph":"C","args":{')
         for i, (key, values) in enumerate(self.series.items()):
             rb.lit(("," if i else "") + jstr(key) + ":")
-            rb.strings(np.asarray(values, dtype=np.float64), encode=_num)
+            # each distinct value formatted once; NaN is one value here (pandas' factorize would
+            # give it code -1, which picked another value's text)
+            uniq, codes = np.unique(np.asarray(values, dtype=np.float64), return_inverse=True)
+            rb.cat(codes.reshape(-1), [_num(u) for u in uniq.tolist()])
         return rb.lit("}},\n")
 
 

@@ -17,6 +17,7 @@ numpy/pandas passes, so millions of slices take well under a second.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -33,40 +34,92 @@ def _order(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray
     return idx[np.argsort(th, kind="stable")]
 
 
-def overlap_pairs(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray,
-                  limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(slice, the slice it partly overlaps) index pairs, at most ``limit`` (None: all)."""
+@dataclass
+class Nesting:
+    """The nesting of a set of slices (indices into the arrays given to :func:`nesting`):
+    ``parent`` / ``prev`` (previous sibling) per slice, -1 where there is none (and for slices
+    that partly overlap), and the partly overlapping pairs (``bad[k]`` overlaps ``root[k]``) in
+    the order the rounds found them."""
+
+    parent: np.ndarray
+    prev: np.ndarray
+    bad: np.ndarray
+    root: np.ndarray
+    bad_round: np.ndarray  # the round (nesting depth) that found each pair
+    bad_thread_first: np.ndarray  # the index of the first slice on each bad slice's thread
+
+
+def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> Nesting:
+    """One pass of the nesting rounds (module doc) giving both what the overlap check and the
+    viewer fitting need, so a timeline is sorted and walked once."""
     n = len(start)
-    pcode = pd.factorize(pid)[0].astype(np.int64)
-    tcode = pd.factorize(tid)[0].astype(np.int64)
-    thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
-    idx = _order(thread, start, end) if n else np.zeros(0, np.int64)
-    s, e, group = start[idx], end[idx], thread[idx]
+    parent = np.full(n, -1, np.int64)
+    prev = np.full(n, -1, np.int64)
     bad: list[np.ndarray] = []
     roots: list[np.ndarray] = []
-    found = 0
-    while len(idx) and (limit is None or found < limit):
-        # end of the latest-ending earlier slice of the same group (exclusive running max)
-        prev_reach = pd.Series(e).groupby(group, sort=False).cummax().groupby(group, sort=False).shift(1)
-        root = (prev_reach.isna() | (prev_reach <= s)).to_numpy()
-        root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
-        overlap = ~root & (e > e[root_pos])
-        bad.append(idx[overlap])
-        roots.append(idx[root_pos][overlap])
-        found += int(overlap.sum())
-        keep = ~root & ~overlap
-        # followers of root r form group r (they are contiguous and still in order)
-        idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
-    b = np.concatenate(bad) if bad else np.zeros(0, np.int64)
-    r = np.concatenate(roots) if roots else np.zeros(0, np.int64)
-    return (b, r) if limit is None else (b[:limit], r[:limit])
+    rounds: list[np.ndarray] = []
+    z = np.zeros(0, np.int64)
+    first = z
+    if n:
+        pcode = pd.factorize(pid)[0].astype(np.int64)
+        tcode = pd.factorize(tid)[0].astype(np.int64)
+        thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
+        del pcode, tcode
+        idx = _order(thread, start, end)
+        s, e, group = start[idx], end[idx], thread[idx]
+        depth = 0
+        is_slice_group = np.zeros(len(idx), bool)  # round 1: groups are threads, not slices
+        while len(idx):
+            # end of the latest-ending earlier slice of the same group (exclusive running max)
+            prev_reach = pd.Series(e).groupby(group, sort=False).cummax().groupby(group, sort=False).shift(1)
+            root = (prev_reach.isna() | (prev_reach <= s)).to_numpy()
+            del prev_reach
+            root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
+            r = np.flatnonzero(root)
+            parent[idx[r]] = np.where(is_slice_group[r], group[r], -1)
+            same = np.zeros(len(r), bool)
+            same[1:] = group[r[1:]] == group[r[:-1]]
+            prev[idx[r[1:]][same[1:]]] = idx[r[:-1]][same[1:]]
+            overlap = ~root & (e > e[root_pos])
+            if overlap.any():
+                bad.append(idx[overlap])
+                roots.append(idx[root_pos][overlap])
+                rounds.append(np.full(int(overlap.sum()), depth, np.int64))
+            keep = ~root & ~overlap  # followers of root r form group r (contiguous, still in order)
+            idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
+            is_slice_group = np.ones(len(idx), bool)
+            depth += 1
+        if bad:  # thread codes are in order of first appearance: the first slice of each
+            first = np.unique(thread, return_index=True)[1][thread[np.concatenate(bad)]]
+    cat = (lambda parts: np.concatenate(parts) if parts else z)
+    return Nesting(parent, prev, cat(bad), cat(roots), cat(rounds), first)
+
+
+def overlap_order(nest: Nesting, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Sort keys of the overlapping pairs (round, thread, start, end descending, index): the order
+    :func:`nesting` finds them in, so pairs found in separate calls over disjoint threads can be
+    merged into the order one call over all of them gives."""
+    b = nest.bad
+    return np.stack([nest.bad_round, nest.bad_thread_first, start[b], -end[b], b])
+
+
+def negative_message(pid: int, tid: int, start: int) -> str:
+    return f"slice at pid {pid} tid {tid} ts {_us(start)} has negative duration"
+
+
+def overlap_message(pid: int, tid: int, start: int, dur: int, name: str | None) -> str:
+    what = f" ({name})" if name is not None else ""
+    return (f"slice{what} on pid {pid} tid {tid} at ts {_us(start)} "
+            f"(dur {dur / 1000:.3f} us) partly overlaps another slice on the same thread")
 
 
 def nesting_problems(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,
-                     name_of: Callable[[int], str] | None = None, limit: int = 5) -> list[str]:
+                     name_of: Callable[[int], str] | None = None, limit: int = 5,
+                     nest: Nesting | None = None) -> list[str]:
     """Return up to ``limit`` messages about partly overlapping slices (empty when all nest).
 
-    ``name_of(i)`` names slice ``i`` in a message (called only for reported slices)."""
+    ``name_of(i)`` names slice ``i`` in a message (called only for reported slices); ``nest``:
+    the slices' :func:`nesting` when the caller has it."""
     n = len(start)
     if n == 0:
         return []
@@ -74,16 +127,13 @@ def nesting_problems(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     tid = np.asarray(tid, np.int64)
     start = np.asarray(start, np.int64)
     dur = np.asarray(dur, np.int64)
-    problems = [f"slice at pid {pid[i]} tid {tid[i]} ts {_us(start[i])} has negative duration"
-                for i in np.flatnonzero(dur < 0)[:limit]]
+    problems = [negative_message(pid[i], tid[i], start[i]) for i in np.flatnonzero(dur < 0)[:limit]]
     if problems:
         return problems
-    bad, _ = overlap_pairs(pid, tid, start, start + dur, limit=limit)
-    for i in bad.tolist():
-        what = f" ({name_of(i)})" if name_of is not None else ""
-        problems.append(f"slice{what} on pid {pid[i]} tid {tid[i]} at ts {_us(start[i])} "
-                        f"(dur {dur[i] / 1000:.3f} us) partly overlaps another slice on the same thread")
-    return problems
+    if nest is None:
+        nest = nesting(pid, tid, start, start + dur)
+    return [overlap_message(pid[i], tid[i], start[i], dur[i], name_of(i) if name_of is not None else None)
+            for i in nest.bad[:limit].tolist()]
 
 
 def viewer_ns(ns: np.ndarray) -> np.ndarray:
@@ -101,37 +151,9 @@ def viewer_ns(ns: np.ndarray) -> np.ndarray:
     return np.floor(us * 1000.0 + 0.5).astype(np.int64)
 
 
-def nest_structure(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """For slices that nest: (parent index, previous sibling index), -1 where there is none."""
-    n = len(start)
-    parent = np.full(n, -1, np.int64)
-    prev = np.full(n, -1, np.int64)
-    if n == 0:
-        return parent, prev
-    pcode = pd.factorize(pid)[0].astype(np.int64)
-    tcode = pd.factorize(tid)[0].astype(np.int64)
-    thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
-    idx = _order(thread, start, end)
-    s, e, group = start[idx], end[idx], thread[idx]
-    is_slice_group = np.zeros(len(idx), bool)  # round 1: groups are threads, not slices
-    while len(idx):
-        prev_reach = pd.Series(e).groupby(group, sort=False).cummax().groupby(group, sort=False).shift(1)
-        root = (prev_reach.isna() | (prev_reach <= s)).to_numpy()
-        root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
-        r = np.flatnonzero(root)
-        parent[idx[r]] = np.where(is_slice_group[r], group[r], -1)
-        same = np.zeros(len(r), bool)
-        same[1:] = group[r[1:]] == group[r[:-1]]
-        prev[idx[r[1:]][same[1:]]] = idx[r[:-1]][same[1:]]
-        keep = ~root & (e <= e[root_pos])  # children of each root (overlaps dropped)
-        idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
-        is_slice_group = np.ones(len(idx), bool)
-    return parent, prev
-
-
 def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,
-                     slack_ns: int = 256, max_shift_ns: int = 1024) -> tuple[np.ndarray, int]:
+                     slack_ns: int = 256, max_shift_ns: int = 1024,
+                     nest: Nesting | None = None) -> tuple[np.ndarray, int]:
     """Durations to write so that slices that nest exactly also nest in the viewer.
 
     With the viewer's rounded starts (:func:`viewer_ns`, up to ~±250 ns off), a child ending at
@@ -140,12 +162,15 @@ def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     (``slice_drop_overlapping_complete_event``).  Such a slice gets the duration that ends it
     ``slack_ns`` before its parent's end / its sibling's start as the viewer sees them.  Only
     changes below ``max_shift_ns`` are made: real overlaps are reported by
-    :func:`nesting_problems`, not hidden.  Returns (durations, number of slices changed)."""
+    :func:`nesting_problems`, not hidden.  ``nest``: the slices' :func:`nesting` when the caller
+    has it.  Returns (durations, number of slices changed)."""
     start = np.asarray(start, np.int64)
     out = np.asarray(dur, np.int64).copy()
     if len(out) == 0:
         return out, 0
-    parent, prev = nest_structure(np.asarray(pid), np.asarray(tid), start, start + out)
+    if nest is None:
+        nest = nesting(np.asarray(pid), np.asarray(tid), start, start + out)
+    parent, prev = nest.parent, nest.prev
     sv = viewer_ns(start)
     changed = np.zeros(len(out), bool)
     for _ in range(4):  # a shortened parent tightens its children: repeat until stable

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from msprof_py.export.intervals import difference, gaps, union
@@ -102,3 +102,39 @@ def test_viewer_durations_keep_equal_end_children_nested() -> None:
     bad = np.array([0, 5_000_000], dtype=np.int64) + base
     out, n = viewer_durations(np.zeros(2, np.int64), np.zeros(2, np.int64), bad, np.array([10_000_000, 10_000_000]))
     assert n == 0
+
+
+# pid: 5 = a process every layer draws on, else the layer's own (so groups are mostly disjoint)
+layer = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(-2, 60),
+                           st.integers(0, 60).map(lambda d: -1 if d == 60 else d % 21)),
+                 min_size=1, max_size=25)
+
+
+@given(st.lists(layer, min_size=1, max_size=4), st.integers(1, 6))
+# a depth-1 overlap in the first layer, a depth-0 one in the second (found first by one pass)
+@example([[(0, 0, 0, 100), (0, 0, 10, 40), (0, 0, 40, 20)], [(0, 0, 0, 10), (0, 0, 5, 15)]], 5)
+# threads met in the order layer 0, 1, 2 while layers 0 and 2 share one (one group)
+@example([[(5, 0, 0, 10), (0, 1, 0, 10), (0, 1, 5, 10)], [(0, 0, 0, 10), (0, 0, 5, 10)],
+          [(5, 0, 20, 5), (0, 2, 0, 10), (0, 2, 5, 10)]], 6)
+@settings(max_examples=300, deadline=None)
+def test_timeline_check_by_thread_groups_equals_one_pass(layers, limit) -> None:
+    """Timeline.check walks groups of slices that share no thread; its problems (and their order),
+    the fitted durations and the count equal one pass over the whole concatenation."""
+    from msprof_py.export.timeline_model import Timeline
+    from msprof_py.export.trace_events import Slices
+    from msprof_py.export.validate import viewer_durations
+
+    base = 1_763_730_000_000_000_000  # epoch ns: the viewer's grid is coarse here
+    parts = []
+    for k, rows in enumerate(layers):
+        p, t, s, d = (np.array(c, np.int64) for c in zip(*rows))
+        p = np.where(p == 5, 99, k)
+        parts.append(Slices(name=f"L{k}", pid=p, tid=t, start_ns=base + s * 137, dur_ns=d * 137))
+    pid, tid, start, dur = (np.concatenate([getattr(x, c) for x in parts]) for c in ("pid", "tid", "start_ns", "dur_ns"))
+    names = np.concatenate([[f"L{k}"] * len(x) for k, x in enumerate(parts)])
+    want = nesting_problems(pid, tid, start, dur, name_of=lambda i: str(names[i]), limit=limit)
+    want_dur, want_n = viewer_durations(pid, tid, start, dur)
+    got, n = Timeline(slices=parts).check(limit=limit)
+    assert got == want
+    assert n == want_n
+    assert np.concatenate([x.dur_ns for x in parts]).tolist() == want_dur.tolist()

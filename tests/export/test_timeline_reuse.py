@@ -1,0 +1,73 @@
+"""Work shared between the timeline files of one export: layers rendered once and copied
+(``ExportContext.rendered``), the device's shown tasks computed once."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import msprof_py.export  # noqa: F401  (registers every exporter)
+from msprof_py.export.base import REGISTRY, ExportContext, Naming
+
+from .synth import make_session
+
+
+def _ctx(tmp_path: Path) -> ExportContext:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    return ExportContext(scratch=scratch)
+
+
+def _stream_slices(path: Path) -> list[dict]:
+    ev = json.loads(path.read_bytes())
+    streams = {(e["pid"], e["tid"]) for e in ev if e["name"] == "thread_name" and e["args"]["name"].startswith("Stream ")}
+    return [e for e in ev if e["ph"] == "X" and (e["pid"], e["tid"]) in streams]
+
+
+def test_task_time_copies_the_layer_msprof_json_rendered(tmp_path: Path) -> None:
+    """task_time_{dev}.json after msprof_{dev}.json (as the runner orders them) has the bytes it
+    has when built on its own, and is not rebuilt: its layer is a replay of the rendered one."""
+    from msprof_py.export.timeline_model import RenderedSlices
+
+    s = make_session(ops=9, iterations=4, devices=2)
+    shared, alone = tmp_path / "shared", tmp_path / "alone"
+    shared.mkdir()
+    alone.mkdir()
+    ctx = _ctx(tmp_path)
+    for key in ("timeline:msprof", "timeline:task_time"):
+        for dev in (0, 1):
+            REGISTRY[key].write(s, shared, Naming(dev), ctx)
+    assert [p.name for p in sorted(shared.iterdir())] == ["msprof_0.json", "msprof_1.json",
+                                                          "task_time_0.json", "task_time_1.json"]
+    for dev in (0, 1):
+        REGISTRY["timeline:task_time"].write(s, alone, Naming(dev), ExportContext())
+        assert (shared / f"task_time_{dev}.json").read_bytes() == (alone / f"task_time_{dev}.json").read_bytes()
+    tl = REGISTRY["timeline:task_time"].build(s, 1, ctx)
+    assert tl.slices and all(isinstance(x, RenderedSlices) for x in tl.slices)
+    assert sum(len(x) for x in tl.slices) == len(_stream_slices(alone / "task_time_1.json"))
+
+
+def test_memcpy_tasks_without_memcpy_info_are_written_once_each(tmp_path: Path) -> None:
+    """A capture msprof exports with its C++ analysis writes MEMCPY_ASYNC tasks as their own
+    part; with no memcpy_info that part once shared the other tasks' cache key, and the file got
+    the other tasks' bytes a second time instead of the copies."""
+    s = make_session(ops=6, iterations=2)
+    dv = s.devices.copy()
+    dv["platform_version"], dv["drv_version"] = 5, 0x072211
+    s.devices = dv
+    tasks = s.tasks.copy()
+    memcpy = np.zeros(len(tasks), bool)
+    memcpy[::5] = True
+    host = tasks["host_task_type"].astype(object).to_numpy().copy()
+    host[memcpy] = "MEMCPY_ASYNC"
+    tasks["host_task_type"] = pd.Categorical(host)
+    s.tasks = tasks
+    REGISTRY["timeline:msprof"].write(s, tmp_path, Naming(0), _ctx(tmp_path))
+    x = _stream_slices(tmp_path / "msprof_0.json")
+    shown = s.tasks[(s.tasks["device_id"] == 0) & (s.tasks["start_ns"] >= 0)]
+    assert len(x) == len(shown)
+    assert len({(e["ts"], e["tid"], e["args"]["Task Id"]) for e in x}) == len(x)  # no event twice
+    want = sorted((f"{v // 1000}.{v % 1000:03d}", int(k)) for v, k in zip(shown["start_ns"], shown["task_id"]))
+    assert sorted((e["ts"], e["args"]["Task Id"]) for e in x) == want  # the copies too
