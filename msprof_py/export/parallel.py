@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -45,6 +46,15 @@ def workers_for(tasks: int, asked: int | None = None) -> int:
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
     return max(1, min(asked, tasks))
+
+
+def _default_signals() -> None:
+    """In a new worker: SIGTERM / SIGINT back to their defaults.  A fork inherits the parent's
+    handlers (``msprof-py collect`` turns SIGTERM into an orderly abort, and so does any caller
+    that ran a collection in-process), and the pool stops workers with SIGTERM when one of them
+    died: a worker that caught it instead of ending kept the pool's shutdown waiting forever."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _call(arg: Any) -> tuple[str, Any]:
@@ -78,7 +88,8 @@ def run_tasks(fn: Callable[[Any], Any], args: list[Any], workers: int, what: Cal
     global _TASK
     _TASK = fn
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_default_signals) as pool:
             futures = [pool.submit(_call, a) for a in args]
             for a, fut in zip(args, futures):
                 try:
