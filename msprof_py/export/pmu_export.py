@@ -21,6 +21,7 @@ import pandas as pd
 from msprof_py.export.rows import RowBuilder
 from msprof_py.export.table_writer import Col
 from msprof_py.export.trace_events import Counters, Meta, format_pid
+from msprof_py.export.unified_db_insert import create_table
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import CUBE_BASE, KEY_COLS
 from msprof_py.parse.session import Session
@@ -169,13 +170,7 @@ def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int,
     return txt[inv]  # back to the unordered layout (the caller applies ``order``)
 
 
-# -- unified DB -------------------------------------------------------------------------------
-DB_TABLES = {
-    "TASK_PMU_INFO": [("globalTaskId", "INTEGER"), ("name", "INTEGER"), ("value", "NUMERIC")],
-    "AICORE_FREQ": [("deviceId", "INTEGER"), ("timestampNs", "NUMERIC"), ("freq", "INTEGER")],
-}
-
-
+# -- unified DB (columns: unified_db_insert.TABLES) -----------------------------------------
 DB_CHUNK_ROWS = 4_096  # task rows per staging round of TASK_PMU_INFO (see _insert_pmu)
 
 
@@ -193,12 +188,12 @@ def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | N
         pos = _pmu_positions(p, tasks)
         hit = np.flatnonzero(pos >= 0)
         if len(hit):
-            _create(con, "TASK_PMU_INFO", created)
+            create_table(con, "TASK_PMU_INFO", created)
             ids = [string_id(M.db_name(n)) for n in names]
             _insert_pmu(con, [p[n].to_numpy() for n in names], ids, pos[hit], np.asarray(gid, np.int64)[hit])
     f = session.aicore_freq
     if freq and len(f):
-        _create(con, "AICORE_FREQ", created)
+        create_table(con, "AICORE_FREQ", created)
         con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)",
                         zip(f["device_id"].to_numpy(np.int64).tolist(), f["timestamp_ns"].to_numpy(np.int64).tolist(),
                             f["freq_mhz"].to_numpy(np.int64).tolist()))
@@ -264,13 +259,6 @@ def _sql_num(v: Any) -> Any:
     if isinstance(v, (np.integer, int)):
         return int(v)
     return float(v)
-
-
-def _create(con: sqlite3.Connection, name: str, created: set[str]) -> None:
-    if name in created:
-        return
-    created.add(name)
-    con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in DB_TABLES[name]) + ")")
 
 
 # -- timeline ---------------------------------------------------------------------------------

@@ -60,7 +60,8 @@ def test_staged_insert_equals_per_value_insert(n: int, data: st.DataObject, chun
 
 def test_db_tables_two_devices_in_task_order() -> None:
     key = {"stream_id": [1, 1, 2], "task_id": [7, 8, 7], "context_id": [0, 0, 0], "start_ns": [10, 20, 10]}
-    pmu = pd.DataFrame({"device_id": [1, 0, 0], **key, "aic_total_cycles": [5, 6, 7], "aic_mac_ratio": [0.25, 1.0, 0.5]})
+    pmu = pd.DataFrame({"device_id": [1, 0, 0], **key, "aic_total_cycles": [5, 6, 7],
+                        "aic_mac_ratio": [0.25, 1.0, 0.5]})
     session = Session.from_tables(pmu=pmu)
     tasks = pd.DataFrame({"device_id": [0, 0, 1, 1], "stream_id": [2, 1, 1, 1], "task_id": [7, 8, 7, 9],
                           "context_id": [0, 0, 0, 0], "start_ns": [10, 20, 10, 30]})
