@@ -21,7 +21,7 @@ import pandas as pd
 from msprof_py.export.rows import RowBuilder
 from msprof_py.export.table_writer import Col
 from msprof_py.export.trace_events import Counters, Meta, format_pid
-from msprof_py.export.unified_db_insert import create_table
+from msprof_py.export.unified_db_insert import create_table, insert_lists
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import CUBE_BASE, KEY_COLS
 from msprof_py.parse.session import Session
@@ -221,7 +221,7 @@ def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int],
     """TASK_PMU_INFO rows ``(gids[i], ids[j], cols[j][rows[i]])``, i-major then j, as msprof orders them.
 
     Without a Python object per value: a chunk of task rows is staged in a TEMP table, one row per
-    task with its metric columns (``executemany`` over the columns' ``tolist()``), then SQLite
+    task with its metric columns (the columns' ``tolist()``, :func:`insert_lists`), then SQLite
     itself unfolds each staged row into one row per metric (``INSERT ... SELECT`` over the staged
     rows CROSS JOIN the metric ids; CROSS JOIN keeps the staged rows as the outer loop, so rows
     come out in task order without a sort).  The values keep the types they are bound with
@@ -233,13 +233,12 @@ def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int],
     con.execute(f"CREATE TEMP TABLE {_NAMES} (j INTEGER PRIMARY KEY, id)")
     try:
         con.executemany(f"INSERT INTO {_NAMES} VALUES (?, ?)", enumerate(ids))
-        stage = f"INSERT INTO {_STAGE} VALUES (" + ",".join("?" * (m + 1)) + ")"
         pick = "CASE n.j " + " ".join(f"WHEN {j} THEN s.v{j}" for j in range(m)) + " END"
         unfold = (f"INSERT INTO TASK_PMU_INFO SELECT s.g, n.id, {pick} "
                   f"FROM {_STAGE} AS s CROSS JOIN {_NAMES} AS n ORDER BY s.rowid, n.j")
         for lo in range(0, len(rows), DB_CHUNK_ROWS):
             r = rows[lo:lo + DB_CHUNK_ROWS]
-            con.executemany(stage, zip(gids[lo:lo + DB_CHUNK_ROWS].tolist(), *[_bound(c[r]) for c in cols]))
+            insert_lists(con, _STAGE, [gids[lo:lo + DB_CHUNK_ROWS].tolist(), *[_bound(c[r]) for c in cols]])
             con.execute(unfold)
             con.execute(f"DELETE FROM {_STAGE}")
     finally:
