@@ -109,7 +109,8 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
             col = _metric_texts(vals.astype(np.int64), lambda u: np.char.mod("%d", u), hit, total, order)
         else:
             col = _metric_texts(vals, sqlite_real_text, hit, total, order)
-            rounded[name] = np.round(vals.astype(np.float64), 3)
+            if not v4:  # for memory_bound
+                rounded[name] = np.round(vals.astype(np.float64), 3)
         headers.append(M.summary_header(name))
         texts.append(col)
     extra = _memory_bound(rounded, hit, total) if not v4 else None
@@ -152,22 +153,66 @@ def _memory_bound(rounded: dict[str, np.ndarray], hit: np.ndarray, total: int) -
 
 
 def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int,
-                order: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
-    # C++: std::to_string (6 decimals) of cycles / (freq * cores) * 100, divided by the printed duration
+                order: np.ndarray, dur_ns: np.ndarray) -> pd.Categorical:
+    """``cube_utilization(%)`` cells in the final row order (``order``; ``dur_ns`` already in it).
+
+    C++: ``std::to_string`` (6 decimals) of cycles / (freq * cores) * 100, read back as a double,
+    divided by the printed duration (µs, 3 decimals), printed ``%.3f``; ``0`` for a zero duration,
+    ``N/A`` without a PMU row or without AI Core frequency / core count."""
     base = np.asarray(base, np.float64)
-    usage = np.where(np.isnan(base), np.nan, np.char.mod("%.6f", np.nan_to_num(base)).astype(np.float64))
     val = np.full(total, np.nan)
-    val[:len(hit)][hit] = usage
+    val[:len(hit)][hit] = to_string_6(base)
     val = val[order]
     dur_us = np.round(np.asarray(dur_ns, np.float64) / 1000.0, 3)
     ok = ~np.isnan(val)
-    txt = np.full(total, "N/A", dtype=object)  # no PMU row, or no AI Core frequency / core count
     nz = ok & (dur_us != 0)
-    txt[nz] = np.char.mod("%.3f", val[nz] / dur_us[nz])
-    txt[ok & (dur_us == 0)] = "0"
-    inv = np.empty_like(order)
-    inv[order] = np.arange(total)
-    return txt[inv]  # back to the unordered layout (the caller applies ``order``)
+    txt_codes, texts = fixed3_texts(val[nz] / dur_us[nz])
+    codes = np.full(total, len(texts), np.int64)
+    texts = texts + ["N/A", "0"]
+    codes[ok & (dur_us == 0)] = len(texts) - 1
+    codes[nz] = txt_codes
+    cat_codes, cats = pd.factorize(np.asarray(texts, dtype=object))  # a text made twice is one category
+    return pd.Categorical.from_codes(cat_codes[codes], categories=pd.Index(cats, dtype=object))
+
+
+def _exact_rint(y: np.ndarray) -> np.ndarray:
+    """Where ``rint(y)`` is the rounding of the exact decimal value ``y`` stands for: finite, below
+    2**52 and not within a few ulps of a tie (where the product that made ``y`` may have crossed it)."""
+    ay = np.abs(y)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (ay < 2.0**52) & (np.abs(ay - np.floor(ay) - 0.5) > 4 * np.spacing(np.maximum(ay, 1.0)))
+
+
+def to_string_6(x: np.ndarray) -> np.ndarray:
+    """``float("%.6f" % v)`` of each double (C++ ``std::stod(std::to_string(v))``; NaN stays NaN):
+    ``rint(v * 1e6) / 1e6`` (an integer divided by 1e6 is the double nearest that decimal, as the
+    parse gives) wherever that rint is exact; the other values through ``%.6f`` itself."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN go the slow way
+        y = x * 1e6
+        out = np.rint(y) / 1e6
+    slow = ~_exact_rint(y) & ~np.isnan(x)
+    if slow.any():
+        out[slow] = np.char.mod("%.6f", x[slow]).astype(np.float64)
+    return out
+
+
+def fixed3_texts(q: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """``"%.3f" % v`` of each double as (code per value, texts): each distinct text made once
+    (thousandths as integers wherever their rint is exact, ``%.3f`` itself for the others)."""
+    q = np.asarray(q, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = q * 1000.0
+        fast = _exact_rint(y) & ~np.signbit(q)  # (-0.0 prints "-0.000")
+    codes = np.empty(len(q), np.int64)
+    k_codes, k_uniq = pd.factorize(np.rint(y[fast]).astype(np.int64))
+    texts = [f"{k // 1000}.{k % 1000:03d}" for k in np.asarray(k_uniq).tolist()]
+    codes[fast] = k_codes
+    if not fast.all():
+        s_codes, s_uniq = pd.factorize(np.char.mod("%.3f", q[~fast]).astype(object))
+        codes[~fast] = s_codes + len(texts)
+        texts += [str(t) for t in s_uniq]
+    return codes, texts
 
 
 # -- unified DB (columns: unified_db_insert.TABLES) -----------------------------------------
