@@ -104,14 +104,15 @@ class ComponentTimeline:
         if len(api):
             lvl = as_cat(api["level"])
             start, end = i64(api["start_ns"]), i64(api["end_ns"])
-            for comp, levels in COMPONENTS:
+            for code, (_, levels) in enumerate(COMPONENTS):  # "comp": the component's index (= tid)
                 m = cat_isin(lvl, levels)
                 if m.any():
-                    parts.append(pd.DataFrame({"comp": comp, "s": start[m], "e": end[m]}))
+                    parts.append(pd.DataFrame({"comp": code, "s": start[m], "e": end[m]}))
         rows = shown_rows(session, dev)  # the shown tasks' two columns, not a copy of their table
         if len(rows):
             s = i64(session.tasks["start_ns"])[rows]
-            parts.append(pd.DataFrame({"comp": "Task Scheduler", "s": s, "e": s + i64(session.tasks["dur_ns"])[rows]}))
+            parts.append(pd.DataFrame({"comp": len(COMPONENTS), "s": s,
+                                       "e": s + i64(session.tasks["dur_ns"])[rows]}))
         if not parts:
             return
         calls = pd.concat(parts, ignore_index=True)
@@ -135,7 +136,7 @@ class ComponentTimeline:
         tl.meta.process(pid, "AI Stack Time", npu_label(session, dev), AI_STACK_SORT)
         for tid, (comp, _) in enumerate(COMPONENTS + [("Task Scheduler", ())]):
             tl.meta.thread(pid, tid, comp, tid)
-            sub = g[g["comp"] == comp].sort_values("ws", kind="stable")
+            sub = g[g["comp"].to_numpy() == tid].sort_values("ws", kind="stable")
             if len(sub) == 0:
                 continue
             n = len(sub)
