@@ -67,15 +67,28 @@ def comm_not_overlapped(session: Any) -> list[Finding]:
     iteration time.  Communication time: each collective from its first task's start to its
     last task's end (``communication`` table; its notify waits and the gaps between its tasks
     are communication too), else the union of the HCCL tasks.  Time at stake: the exposed time."""
+    return exposed_comm(session, has_spans(session))
+
+
+def has_spans(session: Any) -> bool:
+    """Whether the ``communication`` table holds a collective with a start and a duration: then
+    :func:`comm_not_overlapped` measures every device by its collectives' spans, else by its
+    HCCL tasks (a fact of the whole PROF dir: advice computed one device at a time,
+    :mod:`msprof_py.analyse.advise.parts`, combines it over the devices)."""
+    ops = session.communication
+    return bool(len(ops)) and bool(((ops["start_ns"] >= 0) & (ops["dur_ns"] > 0)).any())
+
+
+def exposed_comm(session: Any, spans_known: bool) -> list[Finding]:
+    """:func:`comm_not_overlapped` measuring communication by the collectives' spans
+    (``spans_known``) or by the HCCL tasks."""
     ct = session.comm_tasks
     ops = session.communication
-    out = []
+    out: list[Finding] = []
     if not len(ct) and not len(ops):
         return out
     t = device_tasks(session)
-    spans = ops[(ops["start_ns"] >= 0) & (ops["dur_ns"] > 0)] if len(ops) else ops
-    if not len(spans):
-        spans = ct[ct["start_ns"] >= 0]
+    spans = ops[(ops["start_ns"] >= 0) & (ops["dur_ns"] > 0)] if spans_known else ct[ct["start_ns"] >= 0]
     for dev, cd in spans.groupby("device_id"):
         td = t[t["device_id"] == dev]
         comm_streams = ct.loc[ct["device_id"] == dev, "stream_id"].unique() if len(ct) else []

@@ -59,12 +59,17 @@ def op_parallel(session: Any, device_id: int) -> dict[str, float] | None:
 
 def prof_rule(session: Any, device_id: int, found: list[Finding]) -> dict[str, Any]:
     """The ``prof_rule_{device_id}.json`` document."""
+    return document(device_id, found, op_parallel(session, device_id))
+
+
+def document(device_id: int, found: list[Finding], par: dict[str, float] | None) -> dict[str, Any]:
+    """The ``prof_rule_{device_id}.json`` document from the findings and the device's
+    :func:`op_parallel` data (computed wherever that device's tasks were in memory)."""
     ops = []
     for rtype, desc in DESCRIPTIONS.items():
         res = [{"Rule Subtype": "", "Rule Suggestion": f"{f.title}. {f.suggestion}", "Tuning Data": f.ops or ["N/A"]}
                for f in found if f.device_id == device_id and f.category == rtype]
         ops.append({"Rule Type": rtype, "Rule Description": desc, "result": res})
-    par = op_parallel(session, device_id)
     par_res = [{"Rule Subtype": "", "Rule Suggestion": "AI CPU and AI Core operators execute serially",
                 "Tuning Data": par}] if par else []
     return {"status": 0, "data": {
