@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import msprof_py
 from msprof_py.analyse.advise import findings
@@ -123,3 +125,19 @@ def test_devices_whose_tables_would_not_join_as_they_are_fall_back_to_the_whole_
     res = AdviseResult()
     advise_source(prof, ProfSource(prof), res, "json")
     assert res.findings and res.findings == findings(msprof_py.load(prof), errors=[])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 100)), max_size=30),
+       st.lists(st.tuples(st.integers(-50, 1100), st.integers(-30, 400)), max_size=8))
+def test_busy_time_per_window_is_the_clipped_sum_of_the_busy_intervals(tasks, wins) -> None:
+    import numpy as np
+
+    from msprof_py.analyse.advise.base import merge_intervals
+    from msprof_py.analyse.advise.schedule import busy_until
+
+    s0, s1 = merge_intervals(np.array([a for a, _ in tasks], np.int64), np.array([a + d for a, d in tasks], np.int64))
+    w0 = np.array([a for a, _ in wins], np.int64)
+    w1 = np.array([a + d for a, d in wins], np.int64)
+    want = [int((np.clip(s1, a, b) - np.clip(s0, a, b)).sum()) for a, b in zip(w0, w1)]
+    assert list(np.maximum(busy_until(s0, s1, w1) - busy_until(s0, s1, w0), 0)) == want

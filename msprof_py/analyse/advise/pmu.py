@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import COMPUTATION, MEMORY, Finding, Plot, device_tasks, rule, top, us
+from msprof_py.analyse.advise.base import COMPUTATION, MEMORY, Finding, Plot, by_device, device_tasks, rule, top, us
 
 CUBE_COLS = ("aic_mac_ratio", "aic_mac_ratio_extra", "aiv_mac_ratio", "mac_ratio", "mac_exe_ratio")
 VEC_COLS = ("aiv_vec_ratio", "aic_vec_ratio", "vec_ratio", "vec_exe_ratio")
@@ -110,7 +110,7 @@ def low_utilisation(session: Any) -> list[Finding]:
     if not pmu_columns(session):
         return []
     out = []
-    for dev, td in pmu_tasks(session).groupby("device_id"):
+    for dev, td in by_device(pmu_tasks(session)):
         util = pd.concat([_max_of(td, CUBE_COLS), _max_of(td, VEC_COLS)], axis=1).max(axis=1)
         mte2 = _max_of(td, MTE2_COLS)
         has = util.notna()
@@ -156,7 +156,7 @@ def memory_bound(session: Any) -> list[Finding]:
     if not pmu_columns(session):
         return []
     out = []
-    for dev, td in pmu_tasks(session).groupby("device_id"):
+    for dev, td in by_device(pmu_tasks(session)):
         mte2 = _max_of(td, MTE2_COLS)
         ok = mte2 > MEMORY_BOUND
         if not ok.any():

@@ -15,7 +15,7 @@ from typing import Any
 
 
 from msprof_py.analyse.advise.base import (COMPUTATION, MEMORY, METRICS, PROCESSING, SCHEDULE, Finding,
-                                           device_tasks, overlap_ns)
+                                           device_tasks, of_device, overlap_ns)
 
 DESCRIPTIONS = {
     COMPUTATION: "Prompt users of some improperly high or low vector/cube/scalar usages of operators on AI Cores.",
@@ -38,8 +38,7 @@ PARALLEL_KEYS = ("AI Core Execution Time(us)", "AI CPU Execution Time(us)",
 def op_parallel(session: Any, device_id: int) -> dict[str, float] | None:
     """msprof's Op Parallel data: AI Core and AI CPU time outside their overlap and the overlap
     (us); None when either kind is absent or AI CPU time is under 5% of the total."""
-    t = device_tasks(session)
-    t = t[t["device_id"] == device_id]
+    t = of_device(device_tasks(session), device_id)
     tt = t["task_type"].astype(str)
     core, cpu = t[tt == "AI_CORE"], t[tt == "AI_CPU"]
     if not len(core) or not len(cpu):
