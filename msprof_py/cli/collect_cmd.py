@@ -1,6 +1,9 @@
 """``msprof-py collect``: run a workload, a graph file or a Python script with profiling on."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import click
 
 from msprof_py.cli import print_warnings, run_guarded
@@ -55,32 +58,39 @@ def collect(workload: str | None, graph_file: str | None, iterations: int, devic
     from msprof_py.collect.cli_support import CollectRequest, run_collect
     from msprof_py.errors import WarningLog
 
-    _sigterm_as_interrupt()
-    warnings = WarningLog()
-    request = CollectRequest(workload=workload, graph_file=graph_file, command=list(command),
-                             iterations=iterations, devices=devices, batch_size=batch_size, output=output,
-                             seed=seed, fixed_clock=fixed_clock, options=options, slice_bytes=slice_size)
-    if ranks is not None:
-        from msprof_py.collect.cluster import ClusterRequest, run_collect_cluster
+    with _sigterm_as_interrupt():
+        warnings = WarningLog()
+        request = CollectRequest(workload=workload, graph_file=graph_file, command=list(command),
+                                 iterations=iterations, devices=devices, batch_size=batch_size, output=output,
+                                 seed=seed, fixed_clock=fixed_clock, options=options, slice_bytes=slice_size)
+        if ranks is not None:
+            from msprof_py.collect.cluster import ClusterRequest, run_collect_cluster
 
-        req = ClusterRequest(request, ranks, ranks_per_node, tp, slow_rank, slow_link, straggler_host,
-                             clock_offset, clock_drift, pp)
-        result = run_guarded(lambda: run_collect_cluster(req, warnings))
-    elif tune_bank is not None:
-        from msprof_py.aoe.cli_support import run_collect_tuned
+            req = ClusterRequest(request, ranks, ranks_per_node, tp, slow_rank, slow_link, straggler_host,
+                                 clock_offset, clock_drift, pp)
+            result = run_guarded(lambda: run_collect_cluster(req, warnings))
+        elif tune_bank is not None:
+            from msprof_py.aoe.cli_support import run_collect_tuned
 
-        result = run_guarded(lambda: run_collect_tuned(request, warnings, tune_bank))
-    else:
-        result = run_guarded(lambda: run_collect(request, warnings))
-    click.echo(result.summary())
-    print_warnings(warnings)
+            result = run_guarded(lambda: run_collect_tuned(request, warnings, tune_bank))
+        else:
+            result = run_guarded(lambda: run_collect(request, warnings))
+        click.echo(result.summary())
+        print_warnings(warnings)
 
 
-def _sigterm_as_interrupt() -> None:
-    """Let ``kill`` clean up like Ctrl-C does: the session removes its temporary PROF dir."""
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Let ``kill`` clean up like Ctrl-C does: the session removes its temporary PROF dir.  The
+    caller's handler comes back afterwards (a program or test that runs ``collect`` in-process
+    keeps its own SIGTERM behaviour, and so do the processes it forks later)."""
     import signal
 
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, handler)
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

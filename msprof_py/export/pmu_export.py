@@ -176,7 +176,7 @@ DB_TABLES = {
 }
 
 
-DB_CHUNK_ROWS = 16_384  # task rows per TASK_PMU_INFO insert
+DB_CHUNK_ROWS = 4_096  # task rows per staging round of TASK_PMU_INFO (see _insert_pmu)
 
 
 def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None,
@@ -190,33 +190,74 @@ def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | N
     p = _pmu(session) if pmu else pd.DataFrame(columns=KEY_COLS)
     names = metric_columns(p)
     if names and tasks is not None and len(tasks):
-        rows_idx = np.full(len(tasks), -1, np.int64)
-        for d in np.unique(tasks["device_id"].to_numpy(np.int64)):
-            sel = tasks["device_id"].to_numpy(np.int64) == d
-            pd_ = p[p["device_id"].to_numpy(np.int64) == d]
-            if not len(pd_):
-                continue  # no PMU rows on this device (its ffts_profile is missing or empty)
-            got = match_rows(pd_, tasks[sel])
-            rows_idx[sel] = np.where(got >= 0, pd_.index.to_numpy()[np.maximum(got, 0)], -1)
-        hit = np.flatnonzero(rows_idx >= 0)
+        pos = _pmu_positions(p, tasks)
+        hit = np.flatnonzero(pos >= 0)
         if len(hit):
             _create(con, "TASK_PMU_INFO", created)
-            ids = np.asarray([string_id(M.db_name(n)) for n in names], np.int64)
-            rows, gids = rows_idx[hit], np.asarray(gid)[hit]
-            # a chunk of task rows at a time: (rows x metrics) Python objects alive, not the whole
-            # table's (25 M values and 4 GB on the 1M-task collection with PMU data)
-            for lo in range(0, len(rows), DB_CHUNK_ROWS):
-                r = rows[lo:lo + DB_CHUNK_ROWS]
-                flat = p.loc[r, names].to_numpy(dtype=object).reshape(-1)
-                con.executemany("INSERT INTO TASK_PMU_INFO VALUES (?,?,?)",
-                                zip(np.repeat(gids[lo:lo + DB_CHUNK_ROWS], len(names)).tolist(),
-                                    np.tile(ids, len(r)).tolist(), [_sql_num(v) for v in flat]))
+            ids = [string_id(M.db_name(n)) for n in names]
+            _insert_pmu(con, [p[n].to_numpy() for n in names], ids, pos[hit], np.asarray(gid, np.int64)[hit])
     f = session.aicore_freq
     if freq and len(f):
         _create(con, "AICORE_FREQ", created)
         con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)",
                         zip(f["device_id"].to_numpy(np.int64).tolist(), f["timestamp_ns"].to_numpy(np.int64).tolist(),
                             f["freq_mhz"].to_numpy(np.int64).tolist()))
+
+
+def _pmu_positions(p: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
+    """Row position in ``p`` of each of ``tasks`` (same device, stream, task, context, start), else -1."""
+    out = np.full(len(tasks), -1, np.int64)
+    dev_t, dev_p = tasks["device_id"].to_numpy(np.int64), p["device_id"].to_numpy(np.int64)
+    for d in np.unique(dev_t):
+        sel = dev_t == d
+        on = np.flatnonzero(dev_p == d)
+        if not len(on):
+            continue  # no PMU rows on this device (its ffts_profile is missing or empty)
+        got = match_rows(p[JOIN].iloc[on], tasks[sel])
+        out[sel] = np.where(got >= 0, on[np.maximum(got, 0)], -1)
+    return out
+
+
+_STAGE, _NAMES = "msprof_py_pmu_stage", "msprof_py_pmu_names"  # TEMP tables (not in the DB file)
+
+
+def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int], rows: np.ndarray,
+                gids: np.ndarray) -> None:
+    """TASK_PMU_INFO rows ``(gids[i], ids[j], cols[j][rows[i]])``, i-major then j, as msprof orders them.
+
+    Without a Python object per value: a chunk of task rows is staged in a TEMP table, one row per
+    task with its metric columns (``executemany`` over the columns' ``tolist()``), then SQLite
+    itself unfolds each staged row into one row per metric (``INSERT ... SELECT`` over the staged
+    rows CROSS JOIN the metric ids; CROSS JOIN keeps the staged rows as the outer loop, so rows
+    come out in task order without a sort).  The values keep the types they are bound with
+    (staging columns have no affinity), so TASK_PMU_INFO's NUMERIC affinity stores exactly what
+    binding each value directly stored: integers as INTEGER, an integral float as INTEGER, other
+    floats as REAL, NaN as NULL."""
+    m = len(cols)
+    con.execute(f"CREATE TEMP TABLE {_STAGE} (g, " + ", ".join(f"v{j}" for j in range(m)) + ")")
+    con.execute(f"CREATE TEMP TABLE {_NAMES} (j INTEGER PRIMARY KEY, id)")
+    try:
+        con.executemany(f"INSERT INTO {_NAMES} VALUES (?, ?)", enumerate(ids))
+        stage = f"INSERT INTO {_STAGE} VALUES (" + ",".join("?" * (m + 1)) + ")"
+        pick = "CASE n.j " + " ".join(f"WHEN {j} THEN s.v{j}" for j in range(m)) + " END"
+        unfold = (f"INSERT INTO TASK_PMU_INFO SELECT s.g, n.id, {pick} "
+                  f"FROM {_STAGE} AS s CROSS JOIN {_NAMES} AS n ORDER BY s.rowid, n.j")
+        for lo in range(0, len(rows), DB_CHUNK_ROWS):
+            r = rows[lo:lo + DB_CHUNK_ROWS]
+            con.executemany(stage, zip(gids[lo:lo + DB_CHUNK_ROWS].tolist(), *[_bound(c[r]) for c in cols]))
+            con.execute(unfold)
+            con.execute(f"DELETE FROM {_STAGE}")
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS temp.{_STAGE}")
+        con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
+
+
+def _bound(values: np.ndarray) -> list[Any]:
+    """Python values to bind: a numeric column's ``tolist()`` (ints stay int, floats float); other
+    columns (object, extension types) value by value as ints or floats."""
+    if values.dtype.kind in "iufb":
+        return values.tolist()
+    return [_sql_num(v) for v in values]
 
 
 def _sql_num(v: Any) -> Any:

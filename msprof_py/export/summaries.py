@@ -66,8 +66,6 @@ TASK_TIME_TASK_COLUMNS = [
 
 HOST_DEVICE_ID = 64  # msprof's host "device"
 
-_as_cat = as_cat
-
 
 # -- op_summary -----------------------------------------------------------------------------
 class OpSummary:
@@ -93,7 +91,7 @@ class OpSummary:
 
         def col(task_vals: Any, comm_vals: Any) -> pd.Categorical:
             # categoricals all the way: one code per row, each distinct string formatted once
-            both = union_categoricals([_as_cat(task_vals), _as_cat(comm_vals)], ignore_order=True)
+            both = union_categoricals([as_cat(task_vals), as_cat(comm_vals)], ignore_order=True)
             return both[order]
 
         na_c = np.full(n_c, "N/A", dtype=object)

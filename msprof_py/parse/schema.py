@@ -112,7 +112,7 @@ iteration."""
 COMMUNICATION_COLUMNS = [
     "device_id", "model_id", "index_id",
     "op_name",  # msprof's name: the HCCL-level API's item + _<group hash[-3:]>_<call index>_<iter_id>:
-                # "hcom_allReduce__123_0_1_107_0_1" (parse.build._msprof_comm_names)
+                # "hcom_allReduce__123_0_1_107_0_1" (parse.comm_tables.msprof_comm_names)
     "op_type",  # node_basic_info type of its Node launch ("HcomAllReduce"); without one, the
                 # item without its trailing _<number> groups ("hcom_allReduce_")
     "group_name",  # from hccl_op_info ("N/A" if none)

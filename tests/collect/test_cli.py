@@ -153,3 +153,23 @@ def test_graph_file_run(tmp_path: Path) -> None:
     result = _invoke("--graph", str(graph), "--iterations", "2", "--output", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert len(_prof_dirs(tmp_path)) == 1
+
+
+@needs_runtime
+@pytest.mark.parametrize("workload", ["resnet50", "no_such_workload"])
+def test_collect_gives_back_the_callers_sigterm_handler(tmp_path: Path, workload: str) -> None:
+    """collect turns SIGTERM into an abort only while it runs; an in-process caller (a test, a
+    program, the forked export workers it starts later) keeps its own handler after it, whether
+    the collection worked or failed."""
+    import signal
+
+    def mine(signum: int, frame: object) -> None:  # pragma: no cover - never delivered
+        pass
+
+    before = signal.signal(signal.SIGTERM, mine)
+    try:
+        result = _invoke("--workload", workload, "--iterations", "1", "--output", str(tmp_path / "out"))
+        assert (result.exit_code == 0) == (workload == "resnet50"), result.output
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, before)
