@@ -40,9 +40,17 @@ def pmu_columns(session: Any) -> list[str]:
     return [c for c in CUBE_COLS + VEC_COLS + MTE2_COLS if c in cols]
 
 
+RULE_COLS = ("op_name", "op_type", "dur_ns", "input_shapes", "input_data_types", "output_shapes",
+             "output_data_types")  # the task columns the PMU rules read besides KEY and the PMU's
+
+
 def pmu_tasks(session: Any) -> pd.DataFrame:
-    """Executed device tasks with the PMU ratio columns (NaN where a task has no PMU record)."""
+    """Executed device tasks with the PMU ratio columns (NaN where a task has no PMU record):
+    KEY, :data:`RULE_COLS` and the PMU columns the tasks table has (a merged copy of every task
+    column would be the largest frame of the advice)."""
     t = device_tasks(session)
+    keep = set(KEY) | set(RULE_COLS) | set(CUBE_COLS + VEC_COLS + MTE2_COLS + BUSY_COLS)
+    t = t[[c for c in t.columns if c in keep]]
     pmu = getattr(session, "pmu", None)
     if pmu is None or not len(pmu) or not set(KEY) <= set(pmu.columns):
         return t
