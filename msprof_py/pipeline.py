@@ -3,15 +3,18 @@
 ``export`` (timelines, summaries, DB) and ``analyse`` (advice) are separate stages that must not
 import each other (tests/test_import_direction.py); msprof prints its tuning suggestions right
 after an export, so this module, above both, runs the export and hands each PROF dir's
-already-loaded session to the advice instead of letting the advice parse the dir again.
+already-parsed data to the advice instead of letting the advice parse the dir again: the whole
+session an export loaded, or the :class:`ProfSource` a streamed export read one device at a time
+(the advice then reads one device at a time too).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from msprof_py.analyse.advise.run import AdviseResult, advise_session
+from msprof_py.analyse.advise.run import AdviseResult, advise_session, advise_source
 from msprof_py.export.runner import ExportOptions, ExportResult, export
 from msprof_py.parse.session import Session
+from msprof_py.parse.source import ProfSource
 
 
 def export_with_advice(path: str | Path, options: ExportOptions) -> tuple[ExportResult, AdviseResult | None]:
@@ -23,8 +26,11 @@ def export_with_advice(path: str | Path, options: ExportOptions) -> tuple[Export
     advice = AdviseResult()
     texts: list[str] = []
 
-    def after(prof: Path, session: Session) -> None:
-        texts.append(advise_session(prof, session, advice, summary_only=True))
+    def after(prof: Path, parsed: Session | ProfSource) -> None:
+        if isinstance(parsed, ProfSource):
+            texts.append(advise_source(prof, parsed, advice, summary_only=True))
+        else:
+            texts.append(advise_session(prof, parsed, advice, summary_only=True))
 
     result = export(path, options, after=after)
     advice.text = "\n".join(t for t in texts if t)

@@ -21,6 +21,8 @@ api_statistic rows equal to the character.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -69,19 +71,51 @@ def host_freq_hz(devices: pd.DataFrame) -> float:
     return float(vals.iloc[0]) * 1e6
 
 
-def api_stats_frame(level: np.ndarray, name: np.ndarray, dur_ns: np.ndarray, python_path: bool = False,
+def text_ranks(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(each value's index into the sorted distinct texts, those texts as an object array): the
+    text of a value is its ``str`` (a missing one "nan", as numpy's ``astype(str)`` prints it).
+    A categorical's strings are made and sorted once per category, not per row."""
+    cat = values if isinstance(values, pd.Categorical) else pd.Categorical(np.asarray(values, dtype=object))
+    texts = np.append(np.asarray(cat.categories, dtype=object).astype(str), "nan")
+    uniq, inverse = np.unique(texts, return_inverse=True)
+    codes = np.asarray(cat.codes, np.int64)
+    return inverse.reshape(-1)[np.where(codes < 0, len(texts) - 1, codes)], uniq.astype(object)
+
+
+DENSE_LIMIT = 1 << 16  # possible (name, level) pairs numbered with a flag array rather than a sort
+
+
+def group_keys(name: Any, level: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Groups of (name, level) numbered in name-then-level order of their texts: (each row's
+    group, the groups' names, their levels)."""
+    n_rank, n_text = text_ranks(name)
+    l_rank, l_text = text_ranks(level)
+    key = n_rank * len(l_text) + l_rank
+    pairs = len(n_text) * len(l_text)
+    if pairs <= DENSE_LIMIT or pairs <= 4 * len(key):  # a flag per possible pair: no sort of the rows
+        seen = np.zeros(pairs, dtype=bool)
+        seen[key] = True
+        present = np.flatnonzero(seen)
+        number = np.cumsum(seen) - 1
+        keys = number[key]
+    else:
+        present, keys = np.unique(key, return_inverse=True)
+        keys = keys.reshape(-1)
+    return keys, n_text[present // len(l_text)], l_text[present % len(l_text)]
+
+
+def api_stats_frame(level: Any, name: Any, dur_ns: np.ndarray, python_path: bool = False,
                     dur_ticks: np.ndarray | None = None, freq_hz: float = HOST_NS_FREQ_HZ) -> pd.DataFrame:
     """One row per (name, level), sorted by name then level (msprof's ``ORDER BY api_name,
     level``): ``count`` and, in µs as float64, ``total``, ``avg``, ``min``, ``max``, ``var`` (µs²).
 
     ``dur_ns``: each call's duration in ns (the C++ rule); ``dur_ticks`` / ``freq_hz``: its raw
-    host counter difference and the host frequency (the Python rule; without ticks the ns are used)."""
-    df = pd.DataFrame({"name": name, "level": level})
-    keys = df.groupby(["name", "level"], sort=True).ngroup().to_numpy()
-    n_groups = int(keys.max()) + 1 if len(keys) else 0
-    first = pd.DataFrame({"g": keys, "name": name, "level": level}).drop_duplicates("g").sort_values("g")
+    host counter difference and the host frequency (the Python rule; without ticks the ns are used).
+    ``level`` / ``name``: arrays or categoricals (grouped by their texts, :func:`group_keys`)."""
+    keys, names, levels = group_keys(name, level)
+    n_groups = len(names)
     count = np.bincount(keys, minlength=n_groups)
-    out = pd.DataFrame({"name": first["name"].to_numpy(), "level": first["level"].to_numpy(), "count": count})
+    out = pd.DataFrame({"name": names, "level": levels, "count": count})
     if python_path:
         if dur_ticks is not None:
             t = np.asarray(dur_ticks, np.float64)

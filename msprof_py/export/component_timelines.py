@@ -35,7 +35,7 @@ from msprof_py.export.timeline_layers import cann_layer, communication_layer, ha
 from msprof_py.export.timeline_model import Timeline
 from msprof_py.export.timeline_write import write_timeline
 from msprof_py.export.trace_events import Arg, Slices, format_pid
-from msprof_py.export.views import npu_label, shown_rows
+from msprof_py.export.views import as_cat, cat_isin, is_in, npu_label, shown_rows
 from msprof_py.parse.session import Session
 
 AI_STACK_SORT = 1  # a CPU-side sort index msprof's layout leaves unused
@@ -54,7 +54,7 @@ def _api_levels(session: Session, device_id: int, levels: tuple[str, ...]) -> pd
     api = api_of_device(session, device_id)
     if len(api) == 0:
         return api
-    return api[np.isin(api["level"].astype(object).astype(str).to_numpy(), levels)]
+    return api[is_in(api["level"], levels)]
 
 
 def _rename_cann(tl: Timeline, start: int, name: str) -> None:
@@ -102,16 +102,17 @@ class ComponentTimeline:
         parts = []
         api = api_of_device(session, dev)
         if len(api):
-            lvl = api["level"].astype(object).astype(str).to_numpy()
-            for comp, levels in COMPONENTS:
-                m = np.isin(lvl, levels)
+            lvl = as_cat(api["level"])
+            start, end = i64(api["start_ns"]), i64(api["end_ns"])
+            for code, (_, levels) in enumerate(COMPONENTS):  # "comp": the component's index (= tid)
+                m = cat_isin(lvl, levels)
                 if m.any():
-                    parts.append(pd.DataFrame({"comp": comp, "s": i64(api["start_ns"])[m],
-                                               "e": i64(api["end_ns"])[m]}))
+                    parts.append(pd.DataFrame({"comp": code, "s": start[m], "e": end[m]}))
         rows = shown_rows(session, dev)  # the shown tasks' two columns, not a copy of their table
         if len(rows):
             s = i64(session.tasks["start_ns"])[rows]
-            parts.append(pd.DataFrame({"comp": "Task Scheduler", "s": s, "e": s + i64(session.tasks["dur_ns"])[rows]}))
+            parts.append(pd.DataFrame({"comp": len(COMPONENTS), "s": s,
+                                       "e": s + i64(session.tasks["dur_ns"])[rows]}))
         if not parts:
             return
         calls = pd.concat(parts, ignore_index=True)
@@ -135,7 +136,7 @@ class ComponentTimeline:
         tl.meta.process(pid, "AI Stack Time", npu_label(session, dev), AI_STACK_SORT)
         for tid, (comp, _) in enumerate(COMPONENTS + [("Task Scheduler", ())]):
             tl.meta.thread(pid, tid, comp, tid)
-            sub = g[g["comp"] == comp].sort_values("ws", kind="stable")
+            sub = g[g["comp"].to_numpy() == tid].sort_values("ws", kind="stable")
             if len(sub) == 0:
                 continue
             n = len(sub)

@@ -12,7 +12,7 @@ from msprof_py.export.base import ExportContext, Naming
 from msprof_py.export.session_access import api_of_device, of_device
 from msprof_py.export.summary_format import _stats, dbl, i64, stem, text
 from msprof_py.export.table_writer import Col, write_table
-from msprof_py.export.views import shown_tasks
+from msprof_py.export.views import as_cat, cat_isin, is_in, shown_rows
 from msprof_py.parse.session import Session
 
 RUNTIME_API_HEADER = ["Device_id", "Name", "Time(%)", "Time(us)", "Calls", "Avg(us)", "Min(us)", "Max(us)",
@@ -31,7 +31,7 @@ class RuntimeApi:
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         api = api_of_device(session, dev)
-        api = api[text(api["level"]).astype(str).to_numpy() == "runtime"] if len(api) else api
+        api = api[is_in(api["level"], ["runtime"])] if len(api) else api
         if len(api) == 0:
             return []
         df = pd.DataFrame({"name": text(api["name"]).astype(str).to_numpy(), "pid": i64(api["pid"]),
@@ -60,23 +60,23 @@ class AiStackTime:
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         api = api_of_device(session, dev)
-        t = shown_tasks(session, dev)
-        parts = []
+        rows = shown_rows(session, dev)  # the shown tasks' durations only, not a copy of their table
+        parts: list[tuple[str, np.ndarray]] = []  # (component, its durations in ns), in this order
         if len(api):
-            lvl = text(api["level"]).astype(str).to_numpy()
+            lvl = as_cat(api["level"])
             d = i64(api["end_ns"]) - i64(api["start_ns"])
             for comp, levels in COMPONENTS:
-                m = np.isin(lvl, levels)
+                m = cat_isin(lvl, levels)
                 if m.any():
-                    parts.append(pd.DataFrame({"component": comp, "dur_ns": d[m]}))
-        if len(t):
-            parts.append(pd.DataFrame({"component": "Task Scheduler", "dur_ns": i64(t["dur_ns"])}))
+                    parts.append((comp, d[m]))
+        if len(rows):
+            parts.append(("Task Scheduler", i64(session.tasks["dur_ns"])[rows]))
         if not parts:
             return []
-        df = pd.concat(parts, ignore_index=True)
-        order = {c: i for i, c in enumerate(["AscendCL", "GE", "Runtime", "Task Scheduler"])}
-        st = _stats(df, ["component"])
-        st = st.iloc[np.argsort(st["component"].map(order).to_numpy(), kind="stable")]
+        st = pd.DataFrame({"component": [c for c, _ in parts], "count": [len(d) for _, d in parts],
+                           "total": np.array([d.sum() for _, d in parts], np.int64),
+                           "min": np.array([d.min() for _, d in parts], np.int64),
+                           "max": np.array([d.max() for _, d in parts], np.int64)})
         grand = st["total"].sum()
         ratio = st["total"] / grand * 100 if grand else st["total"] * 0.0
         cols = [Col.ints(np.full(len(st), dev)), Col.text(st["component"].to_numpy()), Col.text(dbl(ratio), number=True),
@@ -92,11 +92,11 @@ def dynamic_launches(session: Session, device_id: int) -> pd.DataFrame:
     t = of_device(session.tasks, device_id)
     if len(api) == 0 or len(t) == 0:
         return api.iloc[:0]
-    dyn = t[text(t["op_state"]).astype(str).to_numpy() == "dynamic"]
+    dyn = t[is_in(t["op_state"], ["dynamic"])]
     if len(dyn) == 0:
         return api.iloc[:0]
     conn = pd.unique(i64(dyn["connection_id"]))
-    node = api[(text(api["level"]).astype(str).to_numpy() == "node") & np.isin(i64(api["connection_id"]), conn)]
+    node = api[is_in(api["level"], ["node"]) & np.isin(i64(api["connection_id"]), conn)]
     if len(node) == 0:
         return node
     first = dyn.sort_values("start_ns", kind="stable").drop_duplicates("connection_id")

@@ -21,6 +21,7 @@ import pandas as pd
 from msprof_py.export.rows import RowBuilder
 from msprof_py.export.table_writer import Col
 from msprof_py.export.trace_events import Counters, Meta, format_pid
+from msprof_py.export.unified_db_insert import create_table, insert_lists
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import CUBE_BASE, KEY_COLS
 from msprof_py.parse.session import Session
@@ -108,7 +109,8 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
             col = _metric_texts(vals.astype(np.int64), lambda u: np.char.mod("%d", u), hit, total, order)
         else:
             col = _metric_texts(vals, sqlite_real_text, hit, total, order)
-            rounded[name] = np.round(vals.astype(np.float64), 3)
+            if not v4:  # for memory_bound
+                rounded[name] = np.round(vals.astype(np.float64), 3)
         headers.append(M.summary_header(name))
         texts.append(col)
     extra = _memory_bound(rounded, hit, total) if not v4 else None
@@ -151,32 +153,70 @@ def _memory_bound(rounded: dict[str, np.ndarray], hit: np.ndarray, total: int) -
 
 
 def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int,
-                order: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
-    # C++: std::to_string (6 decimals) of cycles / (freq * cores) * 100, divided by the printed duration
+                order: np.ndarray, dur_ns: np.ndarray) -> pd.Categorical:
+    """``cube_utilization(%)`` cells in the final row order (``order``; ``dur_ns`` already in it).
+
+    C++: ``std::to_string`` (6 decimals) of cycles / (freq * cores) * 100, read back as a double,
+    divided by the printed duration (µs, 3 decimals), printed ``%.3f``; ``0`` for a zero duration,
+    ``N/A`` without a PMU row or without AI Core frequency / core count."""
     base = np.asarray(base, np.float64)
-    usage = np.where(np.isnan(base), np.nan, np.char.mod("%.6f", np.nan_to_num(base)).astype(np.float64))
     val = np.full(total, np.nan)
-    val[:len(hit)][hit] = usage
+    val[:len(hit)][hit] = to_string_6(base)
     val = val[order]
     dur_us = np.round(np.asarray(dur_ns, np.float64) / 1000.0, 3)
     ok = ~np.isnan(val)
-    txt = np.full(total, "N/A", dtype=object)  # no PMU row, or no AI Core frequency / core count
     nz = ok & (dur_us != 0)
-    txt[nz] = np.char.mod("%.3f", val[nz] / dur_us[nz])
-    txt[ok & (dur_us == 0)] = "0"
-    inv = np.empty_like(order)
-    inv[order] = np.arange(total)
-    return txt[inv]  # back to the unordered layout (the caller applies ``order``)
+    txt_codes, texts = fixed3_texts(val[nz] / dur_us[nz])
+    codes = np.full(total, len(texts), np.int64)
+    texts = texts + ["N/A", "0"]
+    codes[ok & (dur_us == 0)] = len(texts) - 1
+    codes[nz] = txt_codes
+    cat_codes, cats = pd.factorize(np.asarray(texts, dtype=object))  # a text made twice is one category
+    return pd.Categorical.from_codes(cat_codes[codes], categories=pd.Index(cats, dtype=object))
 
 
-# -- unified DB -------------------------------------------------------------------------------
-DB_TABLES = {
-    "TASK_PMU_INFO": [("globalTaskId", "INTEGER"), ("name", "INTEGER"), ("value", "NUMERIC")],
-    "AICORE_FREQ": [("deviceId", "INTEGER"), ("timestampNs", "NUMERIC"), ("freq", "INTEGER")],
-}
+def _exact_rint(y: np.ndarray) -> np.ndarray:
+    """Where ``rint(y)`` is the rounding of the exact decimal value ``y`` stands for: finite, below
+    2**52 and not within a few ulps of a tie (where the product that made ``y`` may have crossed it)."""
+    ay = np.abs(y)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (ay < 2.0**52) & (np.abs(ay - np.floor(ay) - 0.5) > 4 * np.spacing(np.maximum(ay, 1.0)))
 
 
-DB_CHUNK_ROWS = 16_384  # task rows per TASK_PMU_INFO insert
+def to_string_6(x: np.ndarray) -> np.ndarray:
+    """``float("%.6f" % v)`` of each double (C++ ``std::stod(std::to_string(v))``; NaN stays NaN):
+    ``rint(v * 1e6) / 1e6`` (an integer divided by 1e6 is the double nearest that decimal, as the
+    parse gives) wherever that rint is exact; the other values through ``%.6f`` itself."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN go the slow way
+        y = x * 1e6
+        out = np.rint(y) / 1e6
+    slow = ~_exact_rint(y) & ~np.isnan(x)
+    if slow.any():
+        out[slow] = np.char.mod("%.6f", x[slow]).astype(np.float64)
+    return out
+
+
+def fixed3_texts(q: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """``"%.3f" % v`` of each double as (code per value, texts): each distinct text made once
+    (thousandths as integers wherever their rint is exact, ``%.3f`` itself for the others)."""
+    q = np.asarray(q, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = q * 1000.0
+        fast = _exact_rint(y) & ~np.signbit(q)  # (-0.0 prints "-0.000")
+    codes = np.empty(len(q), np.int64)
+    k_codes, k_uniq = pd.factorize(np.rint(y[fast]).astype(np.int64))
+    texts = [f"{k // 1000}.{k % 1000:03d}" for k in np.asarray(k_uniq).tolist()]
+    codes[fast] = k_codes
+    if not fast.all():
+        s_codes, s_uniq = pd.factorize(np.char.mod("%.3f", q[~fast]).astype(object))
+        codes[~fast] = s_codes + len(texts)
+        texts += [str(t) for t in s_uniq]
+    return codes, texts
+
+
+# -- unified DB (columns: unified_db_insert.TABLES) -----------------------------------------
+DB_CHUNK_ROWS = 4_096  # task rows per staging round of TASK_PMU_INFO (see _insert_pmu)
 
 
 def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None,
@@ -190,46 +230,79 @@ def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | N
     p = _pmu(session) if pmu else pd.DataFrame(columns=KEY_COLS)
     names = metric_columns(p)
     if names and tasks is not None and len(tasks):
-        rows_idx = np.full(len(tasks), -1, np.int64)
-        for d in np.unique(tasks["device_id"].to_numpy(np.int64)):
-            sel = tasks["device_id"].to_numpy(np.int64) == d
-            pd_ = p[p["device_id"].to_numpy(np.int64) == d]
-            if not len(pd_):
-                continue  # no PMU rows on this device (its ffts_profile is missing or empty)
-            got = match_rows(pd_, tasks[sel])
-            rows_idx[sel] = np.where(got >= 0, pd_.index.to_numpy()[np.maximum(got, 0)], -1)
-        hit = np.flatnonzero(rows_idx >= 0)
+        pos = _pmu_positions(p, tasks)
+        hit = np.flatnonzero(pos >= 0)
         if len(hit):
-            _create(con, "TASK_PMU_INFO", created)
-            ids = np.asarray([string_id(M.db_name(n)) for n in names], np.int64)
-            rows, gids = rows_idx[hit], np.asarray(gid)[hit]
-            # a chunk of task rows at a time: (rows x metrics) Python objects alive, not the whole
-            # table's (25 M values and 4 GB on the 1M-task collection with PMU data)
-            for lo in range(0, len(rows), DB_CHUNK_ROWS):
-                r = rows[lo:lo + DB_CHUNK_ROWS]
-                flat = p.loc[r, names].to_numpy(dtype=object).reshape(-1)
-                con.executemany("INSERT INTO TASK_PMU_INFO VALUES (?,?,?)",
-                                zip(np.repeat(gids[lo:lo + DB_CHUNK_ROWS], len(names)).tolist(),
-                                    np.tile(ids, len(r)).tolist(), [_sql_num(v) for v in flat]))
+            create_table(con, "TASK_PMU_INFO", created)
+            ids = [string_id(M.db_name(n)) for n in names]
+            _insert_pmu(con, [p[n].to_numpy() for n in names], ids, pos[hit], np.asarray(gid, np.int64)[hit])
     f = session.aicore_freq
     if freq and len(f):
-        _create(con, "AICORE_FREQ", created)
+        create_table(con, "AICORE_FREQ", created)
         con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)",
                         zip(f["device_id"].to_numpy(np.int64).tolist(), f["timestamp_ns"].to_numpy(np.int64).tolist(),
                             f["freq_mhz"].to_numpy(np.int64).tolist()))
+
+
+def _pmu_positions(p: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
+    """Row position in ``p`` of each of ``tasks`` (same device, stream, task, context, start), else -1."""
+    out = np.full(len(tasks), -1, np.int64)
+    dev_t, dev_p = tasks["device_id"].to_numpy(np.int64), p["device_id"].to_numpy(np.int64)
+    for d in np.unique(dev_t):
+        sel = dev_t == d
+        on = np.flatnonzero(dev_p == d)
+        if not len(on):
+            continue  # no PMU rows on this device (its ffts_profile is missing or empty)
+        got = match_rows(p[JOIN].iloc[on], tasks[sel])
+        out[sel] = np.where(got >= 0, on[np.maximum(got, 0)], -1)
+    return out
+
+
+_STAGE, _NAMES = "msprof_py_pmu_stage", "msprof_py_pmu_names"  # TEMP tables (not in the DB file)
+
+
+def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int], rows: np.ndarray,
+                gids: np.ndarray) -> None:
+    """TASK_PMU_INFO rows ``(gids[i], ids[j], cols[j][rows[i]])``, i-major then j, as msprof orders them.
+
+    Without a Python object per value: a chunk of task rows is staged in a TEMP table, one row per
+    task with its metric columns (the columns' ``tolist()``, :func:`insert_lists`), then SQLite
+    itself unfolds each staged row into one row per metric (``INSERT ... SELECT`` over the staged
+    rows CROSS JOIN the metric ids; CROSS JOIN keeps the staged rows as the outer loop, so rows
+    come out in task order without a sort).  The values keep the types they are bound with
+    (staging columns have no affinity), so TASK_PMU_INFO's NUMERIC affinity stores exactly what
+    binding each value directly stored: integers as INTEGER, an integral float as INTEGER, other
+    floats as REAL, NaN as NULL."""
+    m = len(cols)
+    con.execute(f"CREATE TEMP TABLE {_STAGE} (g, " + ", ".join(f"v{j}" for j in range(m)) + ")")
+    con.execute(f"CREATE TEMP TABLE {_NAMES} (j INTEGER PRIMARY KEY, id)")
+    try:
+        con.executemany(f"INSERT INTO {_NAMES} VALUES (?, ?)", enumerate(ids))
+        pick = "CASE n.j " + " ".join(f"WHEN {j} THEN s.v{j}" for j in range(m)) + " END"
+        unfold = (f"INSERT INTO TASK_PMU_INFO SELECT s.g, n.id, {pick} "
+                  f"FROM {_STAGE} AS s CROSS JOIN {_NAMES} AS n ORDER BY s.rowid, n.j")
+        for lo in range(0, len(rows), DB_CHUNK_ROWS):
+            r = rows[lo:lo + DB_CHUNK_ROWS]
+            insert_lists(con, _STAGE, [gids[lo:lo + DB_CHUNK_ROWS].tolist(), *[_bound(c[r]) for c in cols]])
+            con.execute(unfold)
+            con.execute(f"DELETE FROM {_STAGE}")
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS temp.{_STAGE}")
+        con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
+
+
+def _bound(values: np.ndarray) -> list[Any]:
+    """Python values to bind: a numeric column's ``tolist()`` (ints stay int, floats float); other
+    columns (object, extension types) value by value as ints or floats."""
+    if values.dtype.kind in "iufb":
+        return values.tolist()
+    return [_sql_num(v) for v in values]
 
 
 def _sql_num(v: Any) -> Any:
     if isinstance(v, (np.integer, int)):
         return int(v)
     return float(v)
-
-
-def _create(con: sqlite3.Connection, name: str, created: set[str]) -> None:
-    if name in created:
-        return
-    created.add(name)
-    con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in DB_TABLES[name]) + ")")
 
 
 # -- timeline ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from msprof_py.export.jobs import (CACHE_DIR, LEGACY_TARGETS, LOG_DIR, OUTPUT_DI
 from msprof_py.export.stream import STREAM_ENV, export_streamed, streamable
 from msprof_py.memory import release_freed_memory
 from msprof_py.parse.session import Session
+from msprof_py.parse.source import ProfSource
 
 REPORTS_MAX_BYTES = 64 * 1024 * 1024
 # msprof's json_process keys (§5.4); the ones our timeline has layers for are marked in LAYER_KEYS
@@ -68,12 +69,14 @@ def _default_finder(path: Path) -> list[Path]:
 def export(path: str | Path, options: ExportOptions,
            loader: Callable[[Path], Any] | None = None,
            finder: Callable[[Path], list[Path]] | None = None,
-           after: Callable[[Path, Session], None] | None = None) -> ExportResult:
+           after: Callable[[Path, Session | ProfSource], None] | None = None) -> ExportResult:
     """Export every PROF dir under ``path``.  Raises :class:`MsprofError` for bad options/paths.
 
     Returns the files written (with sizes) and the warnings to print once at the end.  ``after``
-    is called with each PROF dir and its whole (unselected) session once that dir is exported,
-    so later stages (advice) reuse the parse instead of parsing again.
+    is called with each PROF dir once that dir is exported, and with what the export parsed, so
+    later stages (advice) reuse the parse instead of parsing again: the whole (unselected)
+    session, or for a streamed export its :class:`ProfSource` (every device built; read them
+    one at a time: from the parse cache, decoded again after ``--clear``).
 
     Without a ``loader``, an all-iterations text or db export reads one device at a time
     (:func:`export_streamed`); a selected iteration, the perfetto trace or a given ``loader``
@@ -88,14 +91,14 @@ def export(path: str | Path, options: ExportOptions,
     layers = read_reports(Path(options.reports), result.warnings) if options.reports is not None else None
     profs = (finder or _default_finder)(Path(path))
     for prof in profs:
-        session = None
+        parsed: Session | ProfSource
         if loader is None and streamable(options):
-            session = export_streamed(Path(prof), options, layers, result, want_session=after is not None)
+            parsed = export_streamed(Path(prof), options, layers, result)
         else:
-            session = _export_prof(Path(prof), options, loader or default_loader, layers, result)
+            parsed = _export_prof(Path(prof), options, loader or default_loader, layers, result)
         if after is not None:
-            after(Path(prof), session if session is not None else default_loader(Path(prof)))
-        del session  # one PROF dir's tables in memory at a time
+            after(Path(prof), parsed)
+        del parsed  # one PROF dir's tables in memory at a time
     return result
 
 

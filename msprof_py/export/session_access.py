@@ -6,6 +6,7 @@ tables) and these grouping helpers.  Nothing here computes time: it only selects
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -64,9 +65,25 @@ def thread_device(api: pd.DataFrame, devices: list[int]) -> pd.Series:
     return key.map(best).fillna(default).astype("int64")
 
 
+# the last API table's thread owners: several exporters of one device ask for the same table's
+# rows (a weak reference, so a table is never kept alive by this and an id is never reused wrongly)
+_OWNER: list[tuple[weakref.ref, tuple[int, ...], np.ndarray]] = []
+
+
+def _owners(api: pd.DataFrame, devices: list[int]) -> np.ndarray:
+    key = tuple(devices)
+    if _OWNER and _OWNER[0][0]() is api and _OWNER[0][1] == key:
+        return _OWNER[0][2]
+    owner = thread_device(api, devices).to_numpy()
+    _OWNER[:] = [(weakref.ref(api), key, owner)]
+    return owner
+
+
 def api_of_device(session: Session, device_id: int) -> pd.DataFrame:
+    """The API rows shown in ``device_id``'s files (:func:`thread_device`); the table itself (no
+    copy) when they are all of it."""
     api = session.api
     if len(api) == 0:
         return api
-    owner = thread_device(api, device_ids(session))
-    return api[owner.to_numpy() == device_id]
+    mine = _owners(api, device_ids(session)) == device_id
+    return api if mine.all() else api[mine]

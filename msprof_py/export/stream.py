@@ -16,7 +16,6 @@ from msprof_py.export.jobs import (Done, ExportOptions, ExportResult, default_lo
 from msprof_py.export.parallel import run_tasks, workers_for
 from msprof_py.export.views import cpp_export
 from msprof_py.memory import trim
-from msprof_py.parse.session import Session
 from msprof_py.parse.source import DevicePart, ProfSource
 
 STREAM_ENV = "MSPROF_PY_STREAM"  # "0": export from the whole session (for comparisons)
@@ -30,7 +29,7 @@ def streamable(options: ExportOptions) -> bool:
 
 
 def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] | None,
-                     result: ExportResult, want_session: bool = False) -> Session | None:
+                    result: ExportResult) -> ProfSource:
     """The export of one PROF dir reading one device at a time (:class:`ProfSource`).
 
     First every device is decoded (or found in the parse cache) one after the other and cached,
@@ -38,8 +37,8 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     rows); a dir without any data stops here, before any file is written.  Then for each device
     its tables are read back, its files written and the tables dropped; then the host-side files
     and the DB (device after device).  Files, log and warnings are those of :func:`_export_prof`
-    (jobs keep their order in the log).  Returns None (no whole session was loaded), or with
-    ``want_session`` and ``--clear`` the whole session, read from the cache before it goes."""
+    (jobs keep their order in the log).  Returns the source (its host tables; its devices read
+    again one at a time, e.g. by the advice: from the cache, decoded again after ``--clear``)."""
     source = ProfSource(prof)
     with_facts = cpp_export(source.host)
     # 1. every device decoded and cached (or found in the cache), one at a time per process
@@ -75,10 +74,9 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
             if ctx.scratch is not None:
                 shutil.rmtree(ctx.scratch, ignore_errors=True)
     result.warnings.extend(source.warnings)
-    whole = default_loader(prof) if want_session and options.clear else None
     finish(prof, options, out_dir, log_lines, jobs, [d for d in done if d is not None], source.warnings, ctx,
-            result)
-    return whole
+           result)
+    return source
 
 
 def build_device(source: ProfSource, dev: int, with_facts: bool) -> DevicePart:

@@ -248,11 +248,12 @@ class ApiStatistic:
             return []
         python_path = not cpp_export(session)
         if not python_path:  # the C++ analysis drops calls that began before profiling
-            api = api[~api["before_profiling"].eq(True).to_numpy()]
+            early = api["before_profiling"].eq(True).to_numpy()
+            if early.any():  # (no copy of the whole table when none did)
+                api = api[["level", "name", "item_id", "start_ns", "end_ns", "dur_ticks"]][~early]
             if len(api) == 0:
                 return []
-        lvl = text(api["level"]).astype(str).to_numpy()
-        name = np.asarray(api_names(api), dtype=object).astype(str)
+        lvl, name = as_cat(api["level"]), api_names(api)  # grouped per category, not per row
         ticks = pd.to_numeric(api["dur_ticks"], errors="coerce")
         st = api_stats_frame(lvl, name, i64(api["end_ns"]) - i64(api["start_ns"]), python_path,
                              None if ticks.isna().any() else ticks.to_numpy(np.int64),

@@ -54,6 +54,12 @@ def cat_isin(c: pd.Categorical, values: Any) -> np.ndarray:
     return np.isin(np.asarray(c.categories, dtype=object), list(values))[c.codes]
 
 
+def is_in(col: Any, values: Any) -> np.ndarray:
+    """Rows of a text column (categorical or not; missing = "N/A") whose text is one of
+    ``values``: compared per category, not per row."""
+    return cat_isin(as_cat(col), values)
+
+
 HCCL_LEVELS = ("communication", "hccl")
 
 

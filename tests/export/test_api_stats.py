@@ -79,3 +79,33 @@ def test_cpp_rule_population_variance() -> None:
 @given(st.one_of(st.floats(-1e13, 1e13, allow_nan=False), st.integers(-10**6, 10**6).map(lambda k: k / 997)))
 def test_py_round_square_is_pythons(x: float) -> None:
     assert py_round_square(np.array([x]))[0] == round(x ** 2, 3)
+
+
+TEXTS = st.sampled_from(["acl", "node", "b", "B", "a b", "ä", "10", "9", "N/A"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(TEXTS, TEXTS), min_size=1, max_size=30), as_categorical=st.booleans(),
+       sort_path=st.booleans())
+def test_group_keys_equal_sorted_groupby(rows: list[tuple[str, str]], as_categorical: bool, sort_path: bool) -> None:
+    # the groups of (name, level) and their order as a sorted pandas groupby of the strings gives
+    # them; categoricals (with an unused category) group by their texts
+    import pandas as pd
+
+    import msprof_py.export.api_stats as api_stats
+
+    name = np.array([r[0] for r in rows], dtype=object)
+    level = np.array([r[1] for r in rows], dtype=object)
+    want = pd.DataFrame({"n": name, "l": level}).groupby(["n", "l"], sort=True).ngroup().to_numpy()
+    args = (name, level)
+    if as_categorical:
+        args = tuple(pd.Categorical.from_codes(pd.factorize(a)[0], categories=pd.Index(list(pd.unique(a)) + ["zz"]))
+                     for a in (name, level))
+    old = api_stats.DENSE_LIMIT
+    api_stats.DENSE_LIMIT = -1 if sort_path else old  # -1: groups by sorting unless 4 x rows >= pairs
+    try:
+        keys, names, levels = api_stats.group_keys(*args)
+    finally:
+        api_stats.DENSE_LIMIT = old
+    assert keys.tolist() == want.tolist()
+    assert list(zip(names, levels)) == sorted(set(rows))

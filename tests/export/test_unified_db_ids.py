@@ -7,7 +7,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from msprof_py.export.unified_db import StringIds, quoted_shapes
+from msprof_py.export.unified_db_strings import StringIds
+from msprof_py.export.unified_db_tasks import quoted_shapes
 
 VALUES = st.lists(st.one_of(st.none(), st.sampled_from(['"1,2"', "1,2", "N/A", "", "a", "b", 'x"y', "ND"])),
                   max_size=30)

@@ -46,7 +46,7 @@ def test_device_dir_with_huge_id(prof: Path) -> None:
 
 
 def test_collection_end_minus_1e308_with_device_64(prof: Path) -> None:
-    # was OverflowError @ export/unified_db.py _i64
+    # was OverflowError @ export/unified_db.py _i64 (now unified_db_insert.i64)
     out = _outcome(prof, Mutation("rename_dir", "device_0", {"name": "device_64"}),
                    Mutation("meta_value", "host/end_info", {"pick": _key_index(prof / "host/end_info",
                                                                               "collectionTimeEnd"),
@@ -132,7 +132,7 @@ def test_empty_collection_end_is_unknown(prof: Path) -> None:
 
 
 def test_platform_version_past_64_bits(prof: Path) -> None:
-    # found by the campaign: RuntimeWarning (invalid cast) @ export/unified_db.py _i64
+    # found by the campaign: RuntimeWarning (invalid cast) @ export/unified_db.py _i64 (now unified_db_insert.i64)
     info = "device_0/info.json.0"
     out = _outcome(prof, Mutation("meta_value", info, {"pick": _key_index(prof / info, "platform_version"),
                                                        "value": 2**64}))

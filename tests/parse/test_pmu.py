@@ -226,3 +226,21 @@ def test_freq_start_row_at_msprofs_float_cntvct() -> None:
                              collection_end_ns=-1, device_ticks=lambda: ticks)
         df = freq_table.build(0, rd, np.array([cntvct - 50], np.uint64), np.array([800]))
         assert df["timestamp_ns"].tolist() == [0, want] and df["freq_mhz"].tolist() == [1650, 800]
+
+
+# doubles next to a rounding tie of the 3rd / 6th decimal, and plain ones
+NEAR_TIES = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                      st.builds(lambda k, d, e: (k + 0.5) / 10.0**d + e * 1e-18, st.integers(-10**7, 10**7),
+                                st.sampled_from([3, 6]), st.integers(-3, 3)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(NEAR_TIES, min_size=1, max_size=8))
+def test_cube_usage_formatting_is_printf(xs: list[float]) -> None:
+    # the vectorised std::to_string round trip and "%.3f" against Python's own formatting
+    x = np.array(xs, np.float64)
+    got6 = pmu_export.to_string_6(x)
+    for v, g in zip(xs, got6.tolist()):
+        assert (np.isnan(v) and np.isnan(g)) or g == float("%.6f" % v) and str(g) == str(float("%.6f" % v))
+    codes, texts = pmu_export.fixed3_texts(x)
+    assert [texts[c] for c in codes] == ["%.3f" % v for v in xs]

@@ -26,15 +26,34 @@ __all__ = ["advise", "findings", "COLUMNS", "Finding", "Plot", "RULES"]
 def findings(session: Any, rules: list[str] | None = None, errors: list[str] | None = None) -> list[Finding]:
     """Run ``rules`` (default: all) over ``session``.  A rule that fails on odd data is reported
     in ``errors`` (``"rule: message"``) and skipped, so one rule never hides the others."""
-    out: list[Finding] = []
+    found, failed = run_rules(session, rules, raise_errors=errors is None)
+    if errors is not None:
+        errors += failed.values()
+    return in_order([f for fs in found.values() for f in fs])
+
+
+RULE_ERRORS = (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError)
+
+
+def run_rules(session: Any, rules: list[str] | None = None,
+              raise_errors: bool = False) -> tuple[dict[str, list[Finding]], dict[str, str]]:
+    """Each rule's findings on ``session`` (in rule order), and the message of each rule that
+    failed on odd data (``"advice rule NAME skipped: ..."``; raised with ``raise_errors``)."""
+    found: dict[str, list[Finding]] = {}
+    failed: dict[str, str] = {}
     for name in rules or list(RULES):
         try:
-            out += RULES[name](session)
-        except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError) as err:
-            if errors is None:
+            found[name] = RULES[name](session)
+        except RULE_ERRORS as err:
+            if raise_errors:
                 raise
-            errors.append(f"advice rule {name} skipped: {type(err).__name__}: {err}")
-    return sorted(out, key=lambda f: (f.device_id, -f.time_at_stake_ns, f.rule))
+            failed[name] = f"advice rule {name} skipped: {type(err).__name__}: {err}"
+    return found, failed
+
+
+def in_order(found: list[Finding]) -> list[Finding]:
+    """Findings by device, then largest time at stake first (the order of every report)."""
+    return sorted(found, key=lambda f: (f.device_id, -f.time_at_stake_ns, f.rule))
 
 
 def advise(session: Any, rules: list[str] | None = None) -> pd.DataFrame:

@@ -64,8 +64,24 @@ def rule(name: str) -> Callable[[Rule], Rule]:
 def device_tasks(session: Any) -> pd.DataFrame:
     """Executed device tasks (host-only rows dropped) with an ``end_ns`` column."""
     t = session.tasks
-    t = t[t["start_ns"] >= 0]
+    ran = (t["start_ns"] >= 0).to_numpy()
+    t = t if ran.all() else t[ran]  # no copy of every column when nothing is dropped
     return t.assign(end_ns=t["start_ns"] + t["dur_ns"])
+
+
+def by_device(df: pd.DataFrame) -> Any:
+    """``df.groupby("device_id")``, without copying a frame of one device (a device's session:
+    advice one device at a time, :mod:`msprof_py.analyse.advise.parts`)."""
+    ids = df["device_id"].to_numpy()
+    if len(ids) and (ids == ids[0]).all():
+        return [(ids[0], df)]
+    return df.groupby("device_id")
+
+
+def of_device(df: pd.DataFrame, device_id: int) -> pd.DataFrame:
+    """The rows of ``df`` of one device (``df`` itself when it holds only that device's)."""
+    mine = (df["device_id"] == device_id).to_numpy()
+    return df if mine.all() else df[mine]
 
 
 def busy_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
@@ -120,9 +136,8 @@ def windows(session: Any, device_id: int) -> pd.DataFrame:
     Without step trace (single-op scripts) the whole span of the device's tasks is one window
     with iter_id 0."""
     st = session.steps
-    st = st[st["device_id"] == device_id]
-    t = device_tasks(session)
-    t = t[t["device_id"] == device_id]
+    st = of_device(st, device_id)
+    t = of_device(device_tasks(session), device_id)
     if len(st):
         it = st["iter_id"].to_numpy(np.int64)
         first = t[t["iter_id"] > 0].groupby("iter_id")["start_ns"].min().reindex(it).to_numpy(np.float64)

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, device_tasks, merge_intervals,
-                                           overlap_ns, rule, us, windows)
+from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, by_device, device_tasks,
+                                           merge_intervals, of_device, overlap_ns, rule, us, windows)
 
 DTYPE_BYTES = {"FP16": 2, "BF16": 2, "FP32": 4, "INT8": 1, "INT16": 2, "INT32": 4, "INT64": 8, "FP64": 8,
                "UINT8": 1, "UINT16": 2, "UINT32": 4, "UINT64": 8}
@@ -31,7 +31,7 @@ def small_allreduce(session: Any) -> list[Finding]:
     comm = session.communication
     comm = comm[comm["op_type"].astype(str).str.contains("allreduce", case=False)]
     out = []
-    for dev, cd in comm.assign(size=_sizes(comm)).groupby("device_id"):
+    for dev, cd in by_device(comm.assign(size=_sizes(comm))):
         is_small = (cd["size"] >= 0) & (cd["size"] < SMALL_BYTES)
         n = cd[is_small].groupby(["model_id", "index_id"]).size()
         fusable = n[n >= 2]
@@ -67,17 +67,30 @@ def comm_not_overlapped(session: Any) -> list[Finding]:
     iteration time.  Communication time: each collective from its first task's start to its
     last task's end (``communication`` table; its notify waits and the gaps between its tasks
     are communication too), else the union of the HCCL tasks.  Time at stake: the exposed time."""
+    return exposed_comm(session, has_spans(session))
+
+
+def has_spans(session: Any) -> bool:
+    """Whether the ``communication`` table holds a collective with a start and a duration: then
+    :func:`comm_not_overlapped` measures every device by its collectives' spans, else by its
+    HCCL tasks (a fact of the whole PROF dir: advice computed one device at a time,
+    :mod:`msprof_py.analyse.advise.parts`, combines it over the devices)."""
+    ops = session.communication
+    return bool(len(ops)) and bool(((ops["start_ns"] >= 0) & (ops["dur_ns"] > 0)).any())
+
+
+def exposed_comm(session: Any, spans_known: bool) -> list[Finding]:
+    """:func:`comm_not_overlapped` measuring communication by the collectives' spans
+    (``spans_known``) or by the HCCL tasks."""
     ct = session.comm_tasks
     ops = session.communication
-    out = []
+    out: list[Finding] = []
     if not len(ct) and not len(ops):
         return out
     t = device_tasks(session)
-    spans = ops[(ops["start_ns"] >= 0) & (ops["dur_ns"] > 0)] if len(ops) else ops
-    if not len(spans):
-        spans = ct[ct["start_ns"] >= 0]
-    for dev, cd in spans.groupby("device_id"):
-        td = t[t["device_id"] == dev]
+    spans = ops[(ops["start_ns"] >= 0) & (ops["dur_ns"] > 0)] if spans_known else ct[ct["start_ns"] >= 0]
+    for dev, cd in by_device(spans):
+        td = of_device(t, dev)
         comm_streams = ct.loc[ct["device_id"] == dev, "stream_id"].unique() if len(ct) else []
         comp = busy_tasks(td[~td["task_type"].astype(str).isin({"HCCL", "COMMUNICATION"})
                              & ~td["stream_id"].isin(comm_streams)])

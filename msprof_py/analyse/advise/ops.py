@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import (METRICS, PROCESSING, Finding, Plot, device_tasks, rule, top, us)
+from msprof_py.analyse.advise.base import (METRICS, PROCESSING, Finding, Plot, by_device, device_tasks, rule, top,
+                                           us)
 
 AI_CORE_TASK_TYPES = frozenset({"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV"})
 # op types CANN ships AI Core / AI Vector kernels for (ops-nn / ops-math built-ins): an AI CPU
@@ -54,7 +55,7 @@ def aicpu_ops(session: Any) -> list[Finding]:
     minus what the same type and shapes took on AI Core in this run (the whole AI CPU time when
     no AI Core twin ran)."""
     out = []
-    for dev, td in device_tasks(session).groupby("device_id"):
+    for dev, td in by_device(device_tasks(session)):
         tt = td["task_type"].astype(str)
         core = td[tt.isin(AI_CORE_TASK_TYPES)]
         types = AI_CORE_OP_TYPES | set(core["op_type"].astype(str))
@@ -99,7 +100,7 @@ def dynamic_ops(session: Any) -> list[Finding]:
     out = []
     t = device_tasks(session)
     api = session.api
-    for dev, td in t.groupby("device_id"):
+    for dev, td in by_device(t):
         # inside model executions only: single-op (aclnn / aclop) calls are always launched per call
         dyn = td[(td["op_state"].astype(str) == "dynamic") & (td["model_id"] != INVALID_MODEL)]
         if not len(dyn):
@@ -144,7 +145,7 @@ def aoe_candidates(session: Any) -> list[Finding]:
     at stake: (median - twin's median) x count (medians: an op slow in a few iterations only is the
 unbalanced-iterations rule's, not a kernel AOE can tune)."""
     out = []
-    for dev, td in device_tasks(session).groupby("device_id"):
+    for dev, td in by_device(device_tasks(session)):
         core = td[td["task_type"].astype(str).isin(AI_CORE_TASK_TYPES) & (td["op_type"].astype(str) != "N/A")]
         if not len(core):
             continue

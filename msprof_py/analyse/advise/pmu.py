@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import COMPUTATION, MEMORY, Finding, Plot, device_tasks, rule, top, us
+from msprof_py.analyse.advise.base import COMPUTATION, MEMORY, Finding, Plot, by_device, device_tasks, rule, top, us
 
 CUBE_COLS = ("aic_mac_ratio", "aic_mac_ratio_extra", "aiv_mac_ratio", "mac_ratio", "mac_exe_ratio")
 VEC_COLS = ("aiv_vec_ratio", "aic_vec_ratio", "vec_ratio", "vec_exe_ratio")
@@ -40,9 +40,17 @@ def pmu_columns(session: Any) -> list[str]:
     return [c for c in CUBE_COLS + VEC_COLS + MTE2_COLS if c in cols]
 
 
+RULE_COLS = ("op_name", "op_type", "dur_ns", "input_shapes", "input_data_types", "output_shapes",
+             "output_data_types")  # the task columns the PMU rules read besides KEY and the PMU's
+
+
 def pmu_tasks(session: Any) -> pd.DataFrame:
-    """Executed device tasks with the PMU ratio columns (NaN where a task has no PMU record)."""
+    """Executed device tasks with the PMU ratio columns (NaN where a task has no PMU record):
+    KEY, :data:`RULE_COLS` and the PMU columns the tasks table has (a merged copy of every task
+    column would be the largest frame of the advice)."""
     t = device_tasks(session)
+    keep = set(KEY) | set(RULE_COLS) | set(CUBE_COLS + VEC_COLS + MTE2_COLS + BUSY_COLS)
+    t = t[[c for c in t.columns if c in keep]]
     pmu = getattr(session, "pmu", None)
     if pmu is None or not len(pmu) or not set(KEY) <= set(pmu.columns):
         return t
@@ -110,7 +118,7 @@ def low_utilisation(session: Any) -> list[Finding]:
     if not pmu_columns(session):
         return []
     out = []
-    for dev, td in pmu_tasks(session).groupby("device_id"):
+    for dev, td in by_device(pmu_tasks(session)):
         util = pd.concat([_max_of(td, CUBE_COLS), _max_of(td, VEC_COLS)], axis=1).max(axis=1)
         mte2 = _max_of(td, MTE2_COLS)
         has = util.notna()
@@ -156,7 +164,7 @@ def memory_bound(session: Any) -> list[Finding]:
     if not pmu_columns(session):
         return []
     out = []
-    for dev, td in pmu_tasks(session).groupby("device_id"):
+    for dev, td in by_device(pmu_tasks(session)):
         mte2 = _max_of(td, MTE2_COLS)
         ok = mte2 > MEMORY_BOUND
         if not ok.any():

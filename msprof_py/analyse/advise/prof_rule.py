@@ -15,7 +15,7 @@ from typing import Any
 
 
 from msprof_py.analyse.advise.base import (COMPUTATION, MEMORY, METRICS, PROCESSING, SCHEDULE, Finding,
-                                           device_tasks, overlap_ns)
+                                           device_tasks, of_device, overlap_ns)
 
 DESCRIPTIONS = {
     COMPUTATION: "Prompt users of some improperly high or low vector/cube/scalar usages of operators on AI Cores.",
@@ -38,8 +38,7 @@ PARALLEL_KEYS = ("AI Core Execution Time(us)", "AI CPU Execution Time(us)",
 def op_parallel(session: Any, device_id: int) -> dict[str, float] | None:
     """msprof's Op Parallel data: AI Core and AI CPU time outside their overlap and the overlap
     (us); None when either kind is absent or AI CPU time is under 5% of the total."""
-    t = device_tasks(session)
-    t = t[t["device_id"] == device_id]
+    t = of_device(device_tasks(session), device_id)
     tt = t["task_type"].astype(str)
     core, cpu = t[tt == "AI_CORE"], t[tt == "AI_CPU"]
     if not len(core) or not len(cpu):
@@ -59,12 +58,17 @@ def op_parallel(session: Any, device_id: int) -> dict[str, float] | None:
 
 def prof_rule(session: Any, device_id: int, found: list[Finding]) -> dict[str, Any]:
     """The ``prof_rule_{device_id}.json`` document."""
+    return document(device_id, found, op_parallel(session, device_id))
+
+
+def document(device_id: int, found: list[Finding], par: dict[str, float] | None) -> dict[str, Any]:
+    """The ``prof_rule_{device_id}.json`` document from the findings and the device's
+    :func:`op_parallel` data (computed wherever that device's tasks were in memory)."""
     ops = []
     for rtype, desc in DESCRIPTIONS.items():
         res = [{"Rule Subtype": "", "Rule Suggestion": f"{f.title}. {f.suggestion}", "Tuning Data": f.ops or ["N/A"]}
                for f in found if f.device_id == device_id and f.category == rtype]
         ops.append({"Rule Type": rtype, "Rule Description": desc, "result": res})
-    par = op_parallel(session, device_id)
     par_res = [{"Rule Subtype": "", "Rule Suggestion": "AI CPU and AI Core operators execute serially",
                 "Tuning Data": par}] if par else []
     return {"status": 0, "data": {

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, device_tasks, gaps, in_windows,
-                                           merge_intervals, rule, top, us, windows)
+from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, by_device, device_tasks, gaps,
+                                           in_windows, merge_intervals, of_device, rule, top, us, windows)
 
 SYNC_APIS = frozenset({"aclrtSynchronizeStream", "aclrtSynchronizeDevice", "aclrtSynchronizeStreamWithTimeout",
                        "aclrtSynchronizeEvent"})
@@ -30,8 +30,7 @@ def idle_gaps(session: Any, device_id: int) -> pd.DataFrame:
     """Idle gaps of one device inside its iteration windows: ``iter_id, start_ns, end_ns, dur_ns,
     cause, next_op`` (cause: sync / launch / dynamic / other, see the module doc; next_op: the op
     name of the task that ended the gap)."""
-    t = device_tasks(session)
-    t = t[t["device_id"] == device_id]
+    t = of_device(device_tasks(session), device_id)
     t = t.sort_values("start_ns", kind="stable")
     g0, g1 = gaps(t["start_ns"].to_numpy(), t["end_ns"].to_numpy())
     win = windows(session, device_id)
@@ -54,7 +53,8 @@ def idle_gaps(session: Any, device_id: int) -> pd.DataFrame:
         k = np.searchsorted(s0, g0, side="right") - 1
         cause[launched & (k >= 0) & (s1[np.clip(k, 0, None)] >= g0)] = "sync"
     nxt = np.clip(np.searchsorted(t["start_ns"].to_numpy(np.int64), g1, side="left"), 0, max(len(t) - 1, 0))
-    nt = t.iloc[nxt] if len(t) else t
+    # only the columns read below: one row per gap can be as many rows as the tasks
+    nt = t[["op_state", "model_id", "op_name"]].iloc[nxt] if len(t) else t
     dynamic = ((nt["op_state"].astype(str) == "dynamic") & (nt["model_id"] != INVALID_MODEL)).to_numpy(bool)
     cause[launched & dynamic] = "dynamic"
     return pd.DataFrame({"iter_id": it, "start_ns": g0, "end_ns": g1, "dur_ns": g1 - g0, "cause": cause,
@@ -130,16 +130,25 @@ def sync_hot_path(session: Any) -> list[Finding]:
 def free_time(session: Any, device_id: int) -> pd.DataFrame:
     """Per iteration of one device: ``iter_id, span_ns, busy_ns, free_ns`` (free = no working
     task on any stream; event/notify waits count as free)."""
-    t = busy_tasks(device_tasks(session))
-    t = t[t["device_id"] == device_id]
+    t = of_device(busy_tasks(device_tasks(session)), device_id)
     win = windows(session, device_id)
-    rows = []
     s0, s1 = merge_intervals(t["start_ns"].to_numpy(), t["end_ns"].to_numpy())
-    for w in win.itertuples():
-        a, b = np.clip(s0, w.start_ns, w.end_ns), np.clip(s1, w.start_ns, w.end_ns)
-        busy = int((b - a).sum())
-        rows.append((int(w.iter_id), int(w.end_ns - w.start_ns), busy, int(w.end_ns - w.start_ns) - busy))
-    return pd.DataFrame(rows, columns=["iter_id", "span_ns", "busy_ns", "free_ns"])
+    w0, w1 = win["start_ns"].to_numpy(np.int64), win["end_ns"].to_numpy(np.int64)
+    busy = np.maximum(busy_until(s0, s1, w1) - busy_until(s0, s1, w0), 0)  # 0 for an empty window
+    span = w1 - w0
+    return pd.DataFrame({"iter_id": win["iter_id"].to_numpy(np.int64), "span_ns": span, "busy_ns": busy,
+                         "free_ns": span - busy}, columns=["iter_id", "span_ns", "busy_ns", "free_ns"])
+
+
+def busy_until(s0: np.ndarray, s1: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """For each time ``x``: the busy time before it, of the sorted disjoint intervals
+    ``[s0, s1)`` (int64 ns; a window's busy time is the difference at its ends: one
+    searchsorted for all windows instead of a pass over every interval per window)."""
+    cum = np.concatenate([[0], np.cumsum(s1 - s0)]).astype(np.int64)
+    j = np.searchsorted(s0, x, side="right")  # intervals starting at or before x
+    last = np.clip(j - 1, 0, None)
+    cut = np.maximum(s1[last] - x, 0) if len(s0) else np.zeros(len(x), np.int64)  # the part after x
+    return np.where(j > 0, cum[j] - cut, 0)
 
 
 @rule("bubbles")
@@ -172,7 +181,7 @@ def unbalanced(session: Any) -> list[Finding]:
     longer than their own median explain the excess."""
     out = []
     st, t = session.steps, device_tasks(session)
-    for dev, sd in st.groupby("device_id"):
+    for dev, sd in by_device(st):
         if len(sd) < 3:
             continue
         dur = (sd["step_end_ns"] - sd["step_start_ns"]).to_numpy(np.int64)

@@ -1,0 +1,119 @@
+"""The unified DB's tables (exact column lists and types, as msprof creates them) and how rows go in.
+
+A table is created only when it has rows (msprof db_assembler.h SaveData); integer columns are
+inserted from int64 arrays a chunk of rows at a time (Python ints of one chunk alive at once)."""
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.export.unified_db_enums import ENUM_TABLES
+
+TABLES: dict[str, list[tuple[str, str]]] = {
+    "STRING_IDS": [("id", "INTEGER PRIMARY KEY"), ("value", "TEXT")],
+    "TASK": [("startNs", "INTEGER"), ("endNs", "INTEGER"), ("deviceId", "INTEGER"), ("connectionId", "INTEGER"),
+             ("globalTaskId", "INTEGER"), ("globalPid", "INTEGER"), ("taskType", "INTEGER"),
+             ("contextId", "INTEGER"), ("streamId", "INTEGER"), ("taskId", "INTEGER"), ("modelId", "INTEGER")],
+    "CANN_API": [("startNs", "INTEGER"), ("endNs", "INTEGER"), ("type", "INTEGER"), ("globalTid", "INTEGER"),
+                 ("connectionId", "INTEGER"), ("name", "INTEGER")],
+    "COMPUTE_TASK_INFO": [("name", "INTEGER"), ("globalTaskId", "INTEGER"), ("blockNum", "INTEGER"),
+                          ("mixBlockNum", "INTEGER"), ("taskType", "INTEGER"), ("opType", "INTEGER"),
+                          ("inputFormats", "INTEGER"), ("inputDataTypes", "INTEGER"), ("inputShapes", "INTEGER"),
+                          ("outputFormats", "INTEGER"), ("outputDataTypes", "INTEGER"),
+                          ("outputShapes", "INTEGER"), ("attrInfo", "INTEGER"), ("opState", "INTEGER"),
+                          ("hf32Eligible", "INTEGER"), ("gridDim", "INTEGER"), ("blockDim", "INTEGER")],
+    "META_DATA": [("name", "TEXT"), ("value", "TEXT")],
+    **{name: [("id", "INTEGER PRIMARY KEY"), ("name", "TEXT")] for name in ENUM_TABLES},
+    "SESSION_TIME_INFO": [("startTimeNs", "INTEGER"), ("endTimeNs", "INTEGER")],
+    "NPU_INFO": [("id", "INTEGER"), ("name", "TEXT")],
+    "RANK_DEVICE_MAP": [("rankId", "INTEGER"), ("deviceId", "INTEGER")],
+    "HOST_INFO": [("hostUid", "TEXT"), ("hostName", "TEXT")],
+    "MEMCPY_INFO": [("globalTaskId", "NUMERIC"), ("size", "NUMERIC"), ("memcpyOperation", "NUMERIC")],
+    "COMMUNICATION_OP": [("opName", "INTEGER"), ("startNs", "INTEGER"), ("endNs", "INTEGER"),
+                         ("connectionId", "INTEGER"), ("groupName", "INTEGER"), ("opId", "INTEGER"),
+                         ("relay", "INTEGER"), ("retry", "INTEGER"), ("dataType", "INTEGER"),
+                         ("algType", "INTEGER"), ("count", "NUMERIC"), ("opType", "INTEGER"),
+                         ("deviceId", "INTEGER"), ("rankSize", "INTEGER")],
+    # device counters (filled by msprof_py.export.pmu_export)
+    "TASK_PMU_INFO": [("globalTaskId", "INTEGER"), ("name", "INTEGER"), ("value", "NUMERIC")],
+    "AICORE_FREQ": [("deviceId", "INTEGER"), ("timestampNs", "NUMERIC"), ("freq", "INTEGER")],
+}
+
+
+def create_table(con: sqlite3.Connection, name: str, created: set[str] | None = None) -> None:
+    """``CREATE TABLE name`` with its :data:`TABLES` columns (once: not if ``name`` is in
+    ``created``, which is updated; a table filled device after device is created by the first)."""
+    if created is not None:
+        if name in created:
+            return
+        created.add(name)
+    cols = TABLES[name]
+    con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
+
+
+def insert_rows(con: sqlite3.Connection, name: str, rows: Any) -> None:
+    """Create table ``name`` and insert ``rows`` (a list).  msprof creates a table only when it
+    has rows (db_assembler.h SaveData), so an empty ``rows`` creates nothing."""
+    if not rows:
+        return
+    create_table(con, name)
+    n = len(TABLES[name])
+    con.executemany(f"INSERT INTO {name} VALUES ({','.join('?' * n)})", rows)
+
+
+INSERT_CHUNK = 65_536  # rows converted to Python ints at a time: bounds the memory of a big table
+
+
+def insert_cols(con: sqlite3.Connection, name: str, *cols: np.ndarray, created: set[str] | None = None) -> None:
+    """Create table ``name`` (when there are rows and it is not in ``created`` yet) and insert
+    int64 columns in chunks of rows."""
+    n = len(cols[0]) if cols else 0
+    if n == 0:
+        return
+    create_table(con, name, created)
+    for lo in range(0, n, INSERT_CHUNK):
+        insert_lists(con, name, [c[lo:lo + INSERT_CHUNK].tolist() for c in cols])
+
+
+MAX_PARAMS = 999  # SQLite's oldest SQLITE_MAX_VARIABLE_NUMBER (32766 since 3.32): parameters per statement
+ROWS_PER_STATEMENT = 128
+
+
+def insert_lists(con: sqlite3.Connection, table: str, columns: list[list[Any]]) -> None:
+    """Insert rows given as equally long columns (Python lists) into an existing ``table``, in
+    order.  Up to :data:`ROWS_PER_STATEMENT` rows per ``INSERT ... VALUES (..), (..)`` statement:
+    SQLite's per-statement cost (program start, bind, step, reset) is paid once per group of rows,
+    not per row (half the CPU of one row per statement); same rows, rowids and file bytes.  Each
+    value is bound as it is (int, float, str, None)."""
+    m, k = len(columns), len(columns[0]) if columns else 0
+    if not k:
+        return
+    one = "(" + ",".join("?" * m) + ")"
+    per = max(1, min(ROWS_PER_STATEMENT, MAX_PARAMS // m))
+    full = k // per * per
+    if full:
+        flat: list[Any] = [None] * (full * m)
+        for j, c in enumerate(columns):
+            flat[j::m] = c[:full] if len(c) != full else c
+        con.executemany(f"INSERT INTO {table} VALUES " + ",".join([one] * per), zip(*[iter(flat)] * (per * m)))
+    if full < k:
+        con.executemany(f"INSERT INTO {table} VALUES " + one, zip(*[c[full:] for c in columns]))
+
+
+def i64(col: Any) -> np.ndarray:
+    """int64 column; a value that is not a number or does not fit int64 is -1 (never wrapped)."""
+    s = pd.Series(col)
+    if s.dtype.kind == "i":
+        return s.to_numpy(dtype=np.int64)
+    if s.dtype.kind == "u":
+        u = s.to_numpy(dtype=np.uint64)
+        out = u.astype(np.int64)
+        out[u > np.uint64(2**63 - 1)] = -1
+        return out
+    v = pd.to_numeric(s, errors="coerce")
+    if v.dtype.kind in "fu":
+        return i64(v) if v.dtype.kind == "u" else v.where(v.abs() < 2.0**63).fillna(-1).to_numpy(dtype=np.int64)
+    return v.fillna(-1).to_numpy(dtype=np.int64)

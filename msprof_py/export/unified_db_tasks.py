@@ -1,0 +1,147 @@
+"""The unified DB's device task tables: TASK, COMPUTE_TASK_INFO and MEMCPY_INFO.
+
+The rules for TASK and COMPUTE_TASK_INFO rows are msprof's TaskProcessor
+(``domain/data_process/ai_task/task_processor.cpp``) and CANNTraceDBDumper::DumpOpDesc
+(``domain/services/persistence/host/cann_trace_db_dumper.cpp``): see :func:`db_tasks`.  Each is
+called with one device's TASK rows at a time (globalTaskId from an offset)."""
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from msprof_py.export.session_access import NA_ID
+from msprof_py.export.unified_db_enums import ENUM_TABLES
+from msprof_py.export.unified_db_insert import i64, insert_cols
+from msprof_py.export.unified_db_strings import StringIds
+from msprof_py.export.views import as_cat, ascend_task_types, info_names, info_types, is_level0, op_info
+from msprof_py.parse.session import Session
+
+
+def db_tasks(session: Session) -> pd.DataFrame:
+    """msprof's TASK rows (TaskProcessor: every AscendTask row with a device task): every task
+    that ran on a device -- an FFTS+ / MIX kernel both as its sub-task rows and as the parent
+    task around them -- minus those that ended before their device's collection start
+    (FilterDataByStartTime).  Ordered by device, start, stream."""
+    t = session.tasks
+    if len(t) == 0:
+        return t
+    start = t["start_ns"].to_numpy(dtype=np.int64)
+    end = start + t["dur_ns"].to_numpy(dtype=np.int64)
+    dev = t["device_id"].to_numpy(dtype=np.int64)
+    dv = session.devices
+    begin = pd.Series(i64(dv["collection_start_ns"]), index=i64(dv["device_id"])) if len(dv) else pd.Series([])
+    begin = begin[~begin.index.duplicated()]
+    dev_begin = pd.Series(dev).map(begin).fillna(-1).to_numpy(np.int64)
+    t = t[(start >= 0) & (end >= dev_begin)]
+    order = np.lexsort((t["stream_id"].to_numpy(np.int64), t["start_ns"].to_numpy(np.int64),
+                        t["device_id"].to_numpy(np.int64)))
+    return t.iloc[order]
+
+
+def parent_rows(t: pd.DataFrame) -> np.ndarray:
+    """Rows that are the parent of FFTS+ sub-task rows (context id 4294967295 where the same
+    device, stream, task and batch also has rows with a context id): msprof's placeholder for
+    the FFTS+ task group (TreeAnalyzer::GetComputeOpDescs), which has no TaskInfo."""
+    key = ["device_id", "stream_id", "task_id", "batch_id"]
+    ctx = t["context_id"].to_numpy(dtype=np.int64)
+    if len(t) == 0 or not (ctx != NA_ID).any():
+        return np.zeros(len(t), dtype=bool)
+    k = pd.DataFrame({c: t[c].to_numpy(np.int64) for c in key})
+    subs = k[ctx != NA_ID].drop_duplicates().assign(_sub=True)
+    has_sub = k.merge(subs, on=key, how="left")["_sub"].notna().to_numpy()
+    return has_sub & (ctx == NA_ID)
+
+
+def quoted_shapes(values: Any) -> pd.Categorical:
+    """Shapes as msprof stores them in COMPUTE_TASK_INFO: inside one pair of quotes
+    (CANNTraceDBDumper AddQuotation), "N/A" as is (only the distinct values are touched)."""
+    c = as_cat(values)
+    cats = np.array(['"' + v.replace('"', "") + '"' if v != "N/A" else v for v in c.categories], dtype=object)
+    uniq, inverse = np.unique(cats, return_inverse=True)
+    return pd.Categorical.from_codes(inverse[np.asarray(c.codes)], categories=pd.Index(list(uniq), dtype=object))
+
+
+def task_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: StringIds, offset: int,
+               created: set[str]) -> None:
+    """TASK: every row of ``t`` (globalTaskId from ``offset``)."""
+    n = len(t)
+    gid = np.arange(offset, offset + n, dtype=np.int64)
+    start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
+    dev = i64(t["device_id"])
+    insert_cols(con, "TASK", start, start + dur, dev, i64(t["connection_id"]), gid,
+                 np.full(n, host_pid(session), np.int64), sid.column(ascend_task_types(t)),
+                 i64(t["context_id"]), i64(t["stream_id"]), i64(t["task_id"]), i64(t["model_id"]),
+                 created=created)
+
+
+def info_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: StringIds, offset: int,
+               created: set[str]) -> None:
+    """COMPUTE_TASK_INFO: the rows of ``t`` msprof has a TaskInfo for."""
+    gid = np.arange(offset, offset + len(t), dtype=np.int64)
+    has_info = op_info(t) & ~parent_rows(t)
+    c = t[has_info]
+    if not len(c):
+        return
+    m = len(c)
+    op_type, task_type = info_types(c, is_level0(session))
+    na = np.full(m, sid.one("N/A"), np.int64)
+    insert_cols(
+        con, "COMPUTE_TASK_INFO",
+        sid.column(info_names(c)), gid[has_info], i64(c["block_num"]), i64(c["mix_block_num"]),
+        sid.column(task_type), sid.column(op_type), sid.column(as_cat(c["input_formats"])),
+        sid.column(as_cat(c["input_data_types"])), sid.column(quoted_shapes(c["input_shapes"])),
+        sid.column(as_cat(c["output_formats"])), sid.column(as_cat(c["output_data_types"])),
+        sid.column(quoted_shapes(c["output_shapes"])),
+        # attrInfo: the hash dictionary's text of the op's node_attr_info hash id; msprof's
+        # ComputeTaskInfoProcessor leaves "" when there is none (we do not decode node_attr_info)
+        np.full(m, sid.one(""), np.int64),
+        sid.column(as_cat(c["op_state"])), sid.column(as_cat(c["hf32_eligible"])), na, na, created=created)
+
+
+MEMCPY_KEY = ["device_id", "stream_id", "task_id", "batch_id"]
+
+
+def memcpy_ids(m: pd.DataFrame, t: pd.DataFrame, offset: int, ids: np.ndarray) -> None:
+    """Fill ``ids`` (NaN = not found yet) with the globalTaskId of each memcpy record's task among
+    one device's TASK rows ``t`` (context 4294967295; a task key is on one device only)."""
+    if not len(t):
+        return
+    mk = pd.DataFrame({k: i64(m[k]) for k in MEMCPY_KEY})
+    tk = pd.DataFrame({k: i64(t[k]) for k in MEMCPY_KEY})
+    tk["_gid"] = np.arange(offset, offset + len(tk), dtype=np.int64)
+    tk = tk[i64(t["context_id"]) == NA_ID]
+    got = np.array(mk.merge(tk.drop_duplicates(MEMCPY_KEY), on=MEMCPY_KEY, how="left")["_gid"], dtype=np.float64)
+    ids[:] = np.where(np.isnan(ids), got, ids)
+
+
+def memcpy_rows(con: sqlite3.Connection, session: Session, ids: np.ndarray, total: int) -> None:
+    """MEMCPY_INFO (db_assembler.cpp SaveMemcpyInfoData): one row per memcpy_info record with the
+    globalTaskId of its task (``ids``, :func:`memcpy_ids`; msprof's IdPool gives a task not in
+    TASK the next free id after TASK's ``total``), the size in bytes and the
+    ENUM_MEMCPY_OPERATION id of its direction."""
+    m = session.memcpy
+    if not len(m):
+        return
+    mk = pd.DataFrame({k: i64(m[k]) for k in MEMCPY_KEY})
+    g = ids.copy()
+    fresh = np.isnan(g)
+    if fresh.any():  # one new id per distinct task, after TASK's ids
+        g[fresh] = total + mk[fresh].groupby(MEMCPY_KEY, sort=False).ngroup().to_numpy()
+    ops = {name: i for i, name in ENUM_TABLES["ENUM_MEMCPY_OPERATION"]}
+    op = pd.Series(np.asarray(as_cat(m["direction"]), dtype=object)).map(ops).fillna(ops["other"])
+    insert_cols(con, "MEMCPY_INFO", g.astype(np.int64), i64(m["size_bytes"]), op.to_numpy(np.int64))
+
+
+def host_pid(session: Session) -> int:
+    """TASK.globalPid: the pid of host/info.json (Context::GetPidFromInfoJson(HOST_ID)), else a
+    device's."""
+    dv = session.devices
+    if not len(dv) or "pid" not in dv:
+        return 0
+    pid = pd.to_numeric(dv["pid"], errors="coerce")
+    host = (dv["dir_name"].astype(str) == "host").to_numpy() if "dir_name" in dv else np.zeros(len(dv), bool)
+    ordered = pd.concat([pid[host], pid[~host]]).dropna()
+    return int(ordered.iloc[0]) if len(ordered) else 0
