@@ -7,11 +7,19 @@ first big temporaries nearly every numpy column of a table (a few MB each) lands
 and the process keeps its highest heap: measured on the 1,000,968-task collection, 479 MB
 resident after the parse where 217 MB are in use, and every exporter then grows from there.
 
-:func:`release_freed_memory` pins the threshold at 4 MiB (mallopt M_MMAP_THRESHOLD, which also
-stops the raising): columns of >= 0.5 M int64 values get their own mapping, small objects stay on
-the heap.  A lower threshold costs more in page faults than it saves (at 2 MiB the 1M export
-spent 12.9 s in the kernel instead of 5.6 s).  :func:`trim` between two exporters hands back
-what the heap holds free (``malloc_trim``).  Both are no-ops off glibc.
+:func:`release_freed_memory` pins the threshold at 32 MiB (mallopt M_MMAP_THRESHOLD, which also
+stops the raising) and glibc's automatic trim at 64 MiB of free heap top (M_TRIM_THRESHOLD, 128 KiB
+by default): the columns of one device's tables (a few MB each for a million tasks) and the
+exporters' temporaries come from the heap and are reused there, instead of being mapped, zeroed
+and faulted in again for every temporary; only columns of >= 4 M int64 values get their own mapping.
+:func:`trim` between two exporters and two devices hands back what the heap holds free
+(``malloc_trim``), so the peak stays one exporter's working set.  Why these values: the page faults
+were the kernel time of the export.  On the 1,000,968-task collection (2 devices, `msprof-py export`,
+2026-11-24, 2-core VM shared with a fuzz campaign): 4 MiB / default trim: 1.9 M page faults, 5.5 s
+system time, 381-388 MB peak; 32 MiB / default trim: 1.2 M, 3.8-4.5 s, 384-394 MB; 32 MiB / 128 MiB
+trim: 0.8 M, 3.4 s, 434 MB; 256 MiB and no trim at all: 2.3 s but 489 MB (benchmarks/RESULTS.md).
+A threshold below 4 MiB costs more still (at 2 MiB: 12.9 s in the kernel).  Both are no-ops off
+glibc; ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` in the environment win.
 """
 from __future__ import annotations
 
@@ -20,8 +28,10 @@ import ctypes.util
 import os
 from pathlib import Path
 
-M_MMAP_THRESHOLD = -3  # glibc malloc.h
-MMAP_THRESHOLD_BYTES = 4 * 1024 * 1024
+M_TRIM_THRESHOLD = -1  # glibc malloc.h
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
+TRIM_THRESHOLD_BYTES = 64 * 1024 * 1024
 _pinned = False
 _libc: ctypes.CDLL | None = None
 
@@ -39,13 +49,16 @@ def _glibc() -> ctypes.CDLL | None:
 
 
 def release_freed_memory() -> bool:
-    """Pin glibc's mmap threshold (see the module doc) once per process; True when it applies.
-    ``MALLOC_MMAP_THRESHOLD_`` in the environment wins (the user chose)."""
+    """Pin glibc's mmap and trim thresholds (see the module doc) once per process; True when the
+    mmap threshold applies.  ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` in the
+    environment win (the user chose)."""
     global _pinned
     if _pinned or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return _pinned
     libc = _glibc()
     _pinned = bool(libc is not None and libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+    if _pinned and "MALLOC_TRIM_THRESHOLD_" not in os.environ:
+        libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
     return _pinned
 
 
