@@ -57,6 +57,26 @@ def _six_digit_tables() -> tuple[np.ndarray, np.ndarray]:
     return _TABLES["nul"], _TABLES["zero"]
 
 
+def split(v: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.divmod(v, d)`` for a constant ``d``: numpy's floor division by a scalar uses a
+    multiply-and-shift (libdivide), its divmod a hardware division per value (~7x slower)."""
+    q = v // d
+    return q, v - q * d
+
+
+def gather(out: np.ndarray, table: np.ndarray, idx: np.ndarray) -> None:
+    """``out[:] = table[idx]`` for uint8 matrices whose rows are contiguous (a column range of a
+    row buffer, a text table): each row moved as one fixed-size void item by ``np.take`` straight
+    into ``out``, without the fancy-indexing temporary (~3x faster for rows of 6-40 bytes)."""
+    w = out.shape[1]
+    if w == 0 or len(idx) == 0:
+        return
+    if out.strides[1] != 1 or table.strides[1] != 1:
+        out[:] = table[idx]
+        return
+    np.take(table.view(f"V{w}")[:, 0], idx, out=out.view(f"V{w}")[:, 0])
+
+
 def write_uint(out: np.ndarray, v: np.ndarray) -> None:
     """Write non-negative ints (int64 or uint64) right-aligned into ``out`` (a ``(len(v), width)`` uint8 view),
     leading zeros as NUL.  Six digits per table lookup (a 6 MB table built once), so an
@@ -64,15 +84,15 @@ def write_uint(out: np.ndarray, v: np.ndarray) -> None:
     nul, zero = _six_digit_tables()
     w = out.shape[1]
     if w <= 6:
-        out[:] = nul[v][:, 6 - w:]
+        gather(out, nul[:, 6 - w:], v)
         return
-    hi, lo = np.divmod(v, 1_000_000)
+    hi, lo = split(v, 1_000_000)
     big = hi > 0
     if big.all():
-        out[:, w - 6:] = zero[lo]
+        gather(out[:, w - 6:], zero, lo)
         write_uint(out[:, :w - 6], hi)
     elif not big.any():
-        out[:, w - 6:] = nul[lo]
+        gather(out[:, w - 6:], nul, lo)
         out[:, :w - 6] = 0
     else:
         out[:, w - 6:] = np.where(big[:, None], zero[lo], nul[lo])
@@ -118,14 +138,14 @@ def write_us3(out: np.ndarray, ns: np.ndarray) -> None:
     w = out.shape[1]
     neg = ns < 0
     mag = magnitude(ns) if neg.any() else ns
-    whole, frac = np.divmod(mag, 1000)
+    whole, frac = split(mag, 1000)
     if neg.any():
         out[:, 0] = np.where(neg, ord("-"), 0)
         write_uint(out[:, 1:w - 4], whole)
     else:
         write_uint(out[:, :w - 4], whole)
     out[:, w - 4] = ord(".")
-    out[:, w - 3:] = _D3[frac]
+    gather(out[:, w - 3:], _D3, frac)
 
 
 def _block(writer: Callable[[np.ndarray, np.ndarray], None], v: np.ndarray, width: int) -> np.ndarray:
@@ -215,7 +235,7 @@ def _cat_block(codes: np.ndarray, texts: list[bytes]) -> tuple[int, None, Fill]:
     mat = _bytes_table(texts)
 
     def fill(out: np.ndarray, a: int, b: int) -> None:
-        out[:] = mat[codes[a:b]]
+        gather(out, mat, codes[a:b])
 
     return mat.shape[1], None, fill
 
