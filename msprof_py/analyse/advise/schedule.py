@@ -130,7 +130,7 @@ def _gap_finding(session: Any, cause: str) -> list[Finding]:
             continue
         per_iter = g.groupby("iter_id")["dur_ns"].sum()
         labels, vals = (list(map(str, per_iter.index)), [us(v) for v in per_iter]) if len(per_iter) > 1 else \
-            top(g.set_index(g["start_ns"].astype(str))["dur_ns"], 20)
+            top(g.set_index("start_ns")["dur_ns"], 20)  # (labels: str of the 20 starts, not of every gap's)
         ev = {"gaps": int(len(g)), "idle_us": us(lost), "span_us": us(span), "share": round(lost / span, 4),
               "largest_gaps_us": [us(v) for v in g["dur_ns"].nlargest(5)],
               "per_iteration_us": {int(k): us(v) for k, v in per_iter.items()}}
