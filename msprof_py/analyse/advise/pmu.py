@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import COMPUTATION, MEMORY, Finding, Plot, by_device, device_tasks, rule, top, us
+from msprof_py.analyse.advise.base import (COMPUTATION, MEMORY, Finding, Plot, by_device, device_tasks, memo, rule,
+                                           top, us)
 
 CUBE_COLS = ("aic_mac_ratio", "aic_mac_ratio_extra", "aiv_mac_ratio", "mac_ratio", "mac_exe_ratio")
 VEC_COLS = ("aiv_vec_ratio", "aic_vec_ratio", "vec_ratio", "vec_exe_ratio")
@@ -40,43 +41,59 @@ def pmu_columns(session: Any) -> list[str]:
     return [c for c in CUBE_COLS + VEC_COLS + MTE2_COLS if c in cols]
 
 
-RULE_COLS = ("op_name", "op_type", "dur_ns", "input_shapes", "input_data_types", "output_shapes",
-             "output_data_types")  # the task columns the PMU rules read besides KEY and the PMU's
+RULE_COLS = ["device_id", "op_name", "op_type", "dur_ns", "input_shapes", "input_data_types", "output_shapes",
+             "output_data_types"]  # the task columns the PMU rules read besides the PMU's
+PMU_COLS = CUBE_COLS + VEC_COLS + MTE2_COLS + BUSY_COLS
 
 
 def pmu_tasks(session: Any) -> pd.DataFrame:
-    """Executed device tasks with the PMU ratio columns (NaN where a task has no PMU record):
-    KEY, :data:`RULE_COLS` and the PMU columns the tasks table has (a merged copy of every task
-    column would be the largest frame of the advice)."""
+    """Executed device tasks (:data:`RULE_COLS`) with what the PMU rules read of their PMU
+    record (NaN where a task has none): ``util`` (the busiest compute pipe's ratio: cube or
+    vector), ``mte2`` (the MTE2 ratio) and ``busy`` (:func:`busy_ns`).  From the PMU columns of
+    the tasks table, else of the ``pmu`` table (joined on :data:`KEY`, its first row per key).
+    Shared by the PMU rules inside :func:`shared_views`; only these columns: a merged copy of
+    the PMU table's would be the largest frame of the advice."""
+    return memo(session, "pmu_tasks", lambda: _pmu_tasks(session))
+
+
+def _pmu_tasks(session: Any) -> pd.DataFrame:
     t = device_tasks(session)
-    keep = set(KEY) | set(RULE_COLS) | set(CUBE_COLS + VEC_COLS + MTE2_COLS + BUSY_COLS)
-    t = t[[c for c in t.columns if c in keep]]
+    have = {c: pd.to_numeric(t[c], errors="coerce").to_numpy(np.float64) for c in PMU_COLS if c in t.columns}
     pmu = getattr(session, "pmu", None)
-    if pmu is None or not len(pmu) or not set(KEY) <= set(pmu.columns):
-        return t
-    cols = [c for c in CUBE_COLS + VEC_COLS + MTE2_COLS + BUSY_COLS if c in pmu.columns and c not in t.columns]
-    p = pmu[KEY + cols].drop_duplicates(KEY)
-    return t.merge(p, on=KEY, how="left").set_axis(t.index)
+    if pmu is not None and len(pmu) and set(KEY) <= set(pmu.columns):
+        cols = [c for c in PMU_COLS if c in pmu.columns and c not in t.columns]
+        if cols:
+            first = ~pmu.duplicated(KEY).to_numpy()  # = drop_duplicates(KEY): the first row per key
+            right = pmu.loc[first, KEY].assign(_row=np.flatnonzero(first))
+            row = t[KEY].merge(right, on=KEY, how="left")["_row"].to_numpy(np.float64)  # a left join's row
+            hit = ~np.isnan(row)
+            idx = np.where(hit, row, 0).astype(np.int64)
+            for c in cols:
+                have[c] = np.where(hit, pd.to_numeric(pmu[c], errors="coerce").to_numpy(np.float64)[idx], np.nan)
+    util = np.fmax(_max_of(have, CUBE_COLS, len(t)), _max_of(have, VEC_COLS, len(t)))
+    return t[[c for c in RULE_COLS if c in t.columns]].assign(util=util, mte2=_max_of(have, MTE2_COLS, len(t)),
+                                                               busy=busy_ns(_max_of(have, BUSY_COLS, len(t)),
+                                                                            t["dur_ns"].to_numpy(np.float64)))
 
 
-def _max_of(t: pd.DataFrame, cols: tuple[str, ...]) -> pd.Series:
-    have = [c for c in cols if c in t.columns]
-    if not have:
-        return pd.Series(np.nan, index=t.index)
-    return t[have].apply(pd.to_numeric, errors="coerce").max(axis=1)
+def _max_of(have: dict[str, np.ndarray], cols: tuple[str, ...], n: int) -> np.ndarray:
+    """Per task: the largest of the columns ``cols`` it has a value in (NaN if none)."""
+    arrays = [have[c] for c in cols if c in have]
+    if not arrays:
+        return np.full(n, np.nan)
+    return np.fmax.reduce(arrays) if len(arrays) > 1 else arrays[0]
 
 
-def busy_ns(t: pd.DataFrame) -> pd.Series:
-    """Per task: the time its AI Core / Vector cores ran (the PMU's total time, which the pipe
-    ratios are shares of; the task's duration also holds its launch and scheduling), at most
-    the duration; the duration without PMU data."""
-    b = _max_of(t, BUSY_COLS) * 1000.0
-    d = t["dur_ns"].astype(np.float64)
-    return b.where(b > 0).clip(upper=d).fillna(d)
+def busy_ns(total_us: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
+    """Per task: the time its AI Core / Vector cores ran (the PMU's total time, ``total_us``,
+    which the pipe ratios are shares of; the task's duration also holds its launch and
+    scheduling), at most the duration; the duration without PMU data."""
+    b = total_us * 1000.0
+    return np.where(b > 0, np.minimum(b, dur_ns), dur_ns)
 
 
 def _per_op(t: pd.DataFrame, value: pd.Series) -> pd.DataFrame:
-    g = t.assign(v=value, busy=busy_ns(t)).groupby("op_name", observed=True)
+    g = t.assign(v=value).groupby("op_name", observed=True)
     return pd.DataFrame({"total_ns": g["dur_ns"].sum(), "busy_ns": g["busy"].sum(), "value": g["v"].mean(),
                          "n": g.size(),
                          "op_type": g["op_type"].first().astype(str)})
@@ -119,8 +136,7 @@ def low_utilisation(session: Any) -> list[Finding]:
         return []
     out = []
     for dev, td in by_device(pmu_tasks(session)):
-        util = pd.concat([_max_of(td, CUBE_COLS), _max_of(td, VEC_COLS)], axis=1).max(axis=1)
-        mte2 = _max_of(td, MTE2_COLS)
+        util, mte2 = td["util"], td["mte2"]
         has = util.notna()
         if not has.any():
             continue
@@ -165,7 +181,7 @@ def memory_bound(session: Any) -> list[Finding]:
         return []
     out = []
     for dev, td in by_device(pmu_tasks(session)):
-        mte2 = _max_of(td, MTE2_COLS)
+        mte2 = td["mte2"]
         ok = mte2 > MEMORY_BOUND
         if not ok.any():
             continue
