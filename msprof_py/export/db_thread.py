@@ -111,7 +111,8 @@ def db_view(session: Session, categories: dict[str, list[str]]) -> Session:
     (the text writers' later changes to theirs do not reach it)."""
     t = session.tasks.copy(deep=False)
     for c, values in categories.items():
-        if c in t.columns and isinstance(t[c].dtype, pd.CategoricalDtype):
+        if c in t.columns and isinstance(t[c].dtype, pd.CategoricalDtype) and \
+                t[c].cat.categories.tolist() != values:  # (one device: its own are the session's)
             t[c] = t[c].cat.set_categories(values)
     tables = {f.name: getattr(session, f.name) for f in dataclasses.fields(session)
               if isinstance(getattr(session, f.name), pd.DataFrame)}

@@ -252,10 +252,14 @@ each task with PMU data and its globalTaskId (:func:`pmu_rows`)."""
 
 
 def pmu_rows(session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None) -> PmuRows | None:
-    """The PMU rows of ``tasks`` (globalTaskIds ``gid``), None when no task has any."""
-    p = _pmu(session)
-    names = metric_columns(p)
-    if not names or tasks is None or not len(tasks):
+    """The PMU rows of ``tasks`` (globalTaskIds ``gid``), None when no task has any.  The
+    metrics are :func:`_pmu`'s (columns with a value), read from the table itself: no copy of
+    it (the DB thread works beside the text writers; the table is ~260 B per task)."""
+    p = session.pmu
+    if not len(p) or len(p.columns) <= len(KEY_COLS) or tasks is None or not len(tasks):
+        return None
+    names = [n for n in metric_columns(p) if p[n].notna().any()]
+    if not names:
         return None
     pos = _pmu_positions(p, tasks)
     hit = np.flatnonzero(pos >= 0)
@@ -273,7 +277,9 @@ def _pmu_positions(p: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
         on = np.flatnonzero(dev_p == d)
         if not len(on):
             continue  # no PMU rows on this device (its ffts_profile is missing or empty)
-        got = match_rows(p[JOIN].iloc[on], tasks[sel])
+        # the tables themselves when every row is on this device (no copy of either)
+        got = match_rows(p if len(on) == len(p) else p[JOIN].iloc[on],
+                         tasks if sel.all() else tasks.loc[sel, JOIN])
         out[sel] = np.where(got >= 0, on[np.maximum(got, 0)], -1)
     return out
 

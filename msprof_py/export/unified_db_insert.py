@@ -95,9 +95,22 @@ class Const:
         return np.full(len(range(*rows.indices(self.n))), self.value, np.int64)
 
 
+class Rows:
+    """A column of ``n`` rows computed a slice at a time: ``fn(slice)`` (``slice.start`` <= n)."""
+
+    def __init__(self, n: int, fn: Any) -> None:
+        self.n, self.fn = n, fn
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        return self.fn(slice(*rows.indices(self.n)))
+
+
 def insert_cols(con: sqlite3.Connection, name: str, *cols: Any, created: set[str] | None = None) -> None:
     """Create table ``name`` (when there are rows and it is not in ``created`` yet) and insert
-    int64 columns (arrays, or :class:`Lookup` / :class:`Const` made a chunk at a time) in chunks
+    int64 columns (arrays, or :class:`Lookup` / :class:`Const` / :class:`Rows` made a chunk at a time) in chunks
     of rows."""
     n = len(cols[0]) if cols else 0
     if n == 0:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from msprof_py.export.session_access import NA_ID
 from msprof_py.export.unified_db_enums import ENUM_TABLES
-from msprof_py.export.unified_db_insert import Const, i64, insert_cols
+from msprof_py.export.unified_db_insert import Const, Rows, i64, insert_cols
 from msprof_py.export.unified_db_strings import StringIds, factor
 from msprof_py.export.views import as_cat, ascend_task_types, info_names, info_types, is_level0, op_info
 from msprof_py.parse.session import Session
@@ -72,11 +72,12 @@ def task_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: S
                created: set[str]) -> None:
     """TASK: every row of ``t`` (globalTaskId from ``offset``)."""
     n = len(t)
-    gid = np.arange(offset, offset + n, dtype=np.int64)
     start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
     dev = i64(t["device_id"])
-    insert_cols(con, "TASK", start, start + dur, dev, i64(t["connection_id"]), gid,
-                 np.full(n, host_pid(session), np.int64), sid.column(ascend_task_types(t)),
+    # computed columns made a chunk of rows at a time (the DB thread works beside the text writers)
+    insert_cols(con, "TASK", start, Rows(n, lambda r: start[r] + dur[r]), dev, i64(t["connection_id"]),
+                 Rows(n, lambda r: np.arange(offset + r.start, offset + min(r.stop, n), dtype=np.int64)),
+                 Const(host_pid(session), n), sid.lookup(*factor(ascend_task_types(t))),
                  i64(t["context_id"]), i64(t["stream_id"]), i64(t["task_id"]), i64(t["model_id"]),
                  created=created)
 
