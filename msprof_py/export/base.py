@@ -50,12 +50,13 @@ class ExportContext:
 
     warnings: WarningLog = field(default_factory=WarningLog)
     layers: frozenset[str] | None = None  # json_process keys switched on; None = all
-    # rendered timeline layers (key -> scratch file), so a layer that several files show
-    # (CANN in msprof_*.json and thread_group_*.json, tasks in msprof_* and task_time_*) is
-    # formatted and validated once; None disables the cache
+    # rendered timeline layers (key -> timeline_model.FileRange: where an earlier output file
+    # holds its bytes), so a layer that several files show (CANN in msprof_*.json and
+    # thread_group_*.json, tasks in msprof_* and task_time_*) is formatted and validated once and
+    # copied by the kernel; scratch None disables the cache
     notes: list[str] = field(default_factory=list)  # [INFO] lines for the export log
     scratch: Path | None = None
-    rendered: dict[tuple[Any, ...], Path] = field(default_factory=dict)
+    rendered: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     slice_bytes: int | None = None  # --slice-size: msprof_*.json is split into files under this size
 
     def layer_on(self, key: str) -> bool:

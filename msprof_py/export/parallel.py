@@ -10,9 +10,10 @@ yields results in task order).  An error a worker raises comes back as the same 
 :class:`MsprofError`; a worker that dies (killed, out of memory) is one clear error too.
 
 ``MSPROF_PY_WORKERS`` (or ``ExportOptions.workers``) sets the number of processes; the default
-is 1 (everything in the calling process): on the shared 2-core machine two processes showed no
-wall-time win while the tree's memory went from ~540 to ~970 MB on the 1M-task collection
-(benchmarks/RESULTS.md, issue 12 phase 3).  ``MSPROF_PY_WORKERS=2`` turns them on.
+is 1 (everything in the calling process): on a quiet 2-core machine two processes export the
+1M-task, 2-device collection in 15-20% less wall time but the tree's memory doubles (434 -> 877 MB;
+on a shared machine there was no win at all: benchmarks/RESULTS.md, issue 12 phases 3 and 5), and
+memory is what the default protects.  ``MSPROF_PY_WORKERS=2`` turns them on.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from typing import Any
 from msprof_py.errors import MsprofError
 
 WORKERS_ENV = "MSPROF_PY_WORKERS"
-DEFAULT_WORKERS = 1  # see the module doc: 2 only once a quiet machine shows it wins
+DEFAULT_WORKERS = 1  # see the module doc: the memory, not the time, decides
 _TASK: Callable[[Any], Any] | None = None  # the function workers run (set before the fork)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -92,11 +93,23 @@ class Timeline:
             out += flow_problems(f.ids, f.ids) + id_problems("flow id", f.ids)
         return out, changed
 
-    def chunks(self, ctx: ExportContext | None = None) -> Iterator[bytes]:
+    def chunks(self, ctx: ExportContext | None = None,
+               layers: list[tuple[tuple[Any, ...], int, int]] | None = None) -> Iterator[bytes | FileRange]:
+        """The events' bytes in file order.  With ``ctx``, a layer an earlier file of the export
+        wrote (``ctx.rendered``) comes as a :class:`FileRange` of that file (the writer copies
+        it); when ``layers`` is given, each cacheable layer rendered here is appended to it as
+        (cache key, offset of its bytes in this stream, length) for the writer to register."""
+        pos = [0]  # bytes yielded so far (read by _slice_chunks before its first yield)
+        for c in self._chunks(ctx, layers, pos):
+            yield c
+            pos[0] += c.length if isinstance(c, FileRange) else len(c)
+
+    def _chunks(self, ctx: ExportContext | None, layers: list[tuple[tuple[Any, ...], int, int]] | None,
+                pos: list[int]) -> Iterator[bytes | FileRange]:
         yield self.meta.to_bytes()
         for s in self.slices:
             if len(s):
-                yield from _slice_chunks(s, ctx)
+                yield from _slice_chunks(s, ctx, layers, pos)
         for f in self.flows:
             if len(f):
                 yield from f.rows("s").chunks()
@@ -106,8 +119,27 @@ class Timeline:
                 yield from c.rows().chunks()
 
 
-def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None) -> Iterator[bytes]:
-    """Render ``s``, or replay its bytes when the same layer was rendered for an earlier file."""
+@dataclass(frozen=True)
+class FileRange:
+    """``length`` bytes at ``offset`` of an output file this export wrote: a rendered layer
+    without its last event's ``,\\n`` (the file's last event has ``\\n]`` there instead)."""
+
+    path: Path
+    offset: int
+    length: int
+
+
+SEPARATOR = b",\n"  # what every rendered event ends with
+
+
+def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None,
+                  layers: list[tuple[tuple[Any, ...], int, int]] | None = None,
+                  pos: list[int] | None = None) -> Iterator[bytes | FileRange]:
+    """Render ``s``, or point to its bytes when an earlier file of the export holds them.
+
+    A cacheable layer (a ``cache_key``, an export with ``ctx.scratch``) rendered while
+    ``layers`` is given is appended to it as (key, offset, length), the offset being ``pos[0]``
+    (the bytes of the stream before it) when it starts."""
     if isinstance(s, RenderedSlices) and (ctx is None or s.cache_key not in ctx.rendered):
         raise ValueError(f"layer {s.cache_key} was not rendered by this export")
     if ctx is None or ctx.scratch is None or s.cache_key is None:
@@ -115,16 +147,15 @@ def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None) -> Iter
         return
     done = ctx.rendered.get(s.cache_key)
     if done is not None:
-        with open(done, "rb") as fp:
-            while block := fp.read(1 << 22):
-                yield block
+        yield done
+        yield SEPARATOR
         return
-    path = ctx.scratch / f"layer{len(ctx.rendered)}.part"
-    with open(path, "wb") as tee:
-        for c in s.rows().chunks():
-            tee.write(c)
-            yield c
-    ctx.rendered[s.cache_key] = path
+    start, n = (pos[0] if pos else 0), 0
+    for c in s.rows().chunks():
+        n += len(c)
+        yield c
+    if layers is not None and n:
+        layers.append((s.cache_key, start, n))
 
 
 def _label_names(s: Slices) -> np.ndarray:

@@ -2,20 +2,24 @@
 (nesting, flows, ids; fit durations to the viewers' grid), stream its chunks to a temporary name."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from msprof_py.atomic import atomic_open
 from msprof_py.export.base import ExportContext
-from msprof_py.export.timeline_model import Timeline
+from msprof_py.export.timeline_model import SEPARATOR, FileRange, Timeline
 from msprof_py.memory import trim
 
 PERFETTO_LIMIT_BYTES = 1 << 30
+HEAD = b"[\n"
 
 
-def json_array(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """``[`` + events (each ending ``,\\n``) + ``]``: the last separator becomes the bracket."""
-    yield b"[\n"
+def json_array(chunks: Iterable[Any]) -> Iterator[Any]:
+    """``[`` + events (each ending ``,\\n``) + ``]``: the last separator becomes the bracket.
+    Chunks are bytes (a :class:`FileRange` passes through; it is never the last chunk)."""
+    yield HEAD
     prev = b""
     for c in chunks:
         if not c:
@@ -42,11 +46,45 @@ def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> P
     check_timeline(tl, path, ctx)
     trim()  # the check's sort keys back to the system before rendering
     size = 0
+    layers: list[tuple[Any, int, int]] = []
     with atomic_open(path) as fp:
-        for c in json_array(tl.chunks(ctx)):
-            fp.write(c)
-            size += len(c)
+        for c in json_array(tl.chunks(ctx, layers)):
+            if isinstance(c, FileRange):
+                copy_range(c, fp)
+                size += c.length
+            else:
+                fp.write(c)
+                size += len(c)
+    # the layers rendered here are copied from this file by the next files that show them (the
+    # last one without its separator, which became the closing bracket)
+    for key, start, n in layers:
+        ctx.rendered[key] = FileRange(path, len(HEAD) + start, n - len(SEPARATOR))
     if size > PERFETTO_LIMIT_BYTES:
         ctx.warnings.warn(f"{path} is {size / 2**30:.2f} GB: the Perfetto UI cannot open {what} files over 1 GB; "
                           "export less with --model-id N --iteration-id N")
     return path
+
+
+def copy_range(r: FileRange, fp: IO[bytes]) -> None:
+    """Append ``r``'s bytes to ``fp``: ``copy_file_range`` (the kernel copies between the two
+    files' pages, no read into Python), else a read / write loop."""
+    fp.flush()
+    with open(r.path, "rb") as src:
+        off, left = r.offset, r.length
+        if hasattr(os, "copy_file_range"):
+            try:
+                while left:
+                    k = os.copy_file_range(src.fileno(), fp.fileno(), left, off)
+                    if k == 0:
+                        break
+                    off, left = off + k, left - k
+            except OSError:  # not supported between these files: copy what is left through Python
+                pass
+            fp.seek(0, os.SEEK_END)  # the kernel moved the file offset; the writer follows it
+        src.seek(off)
+        while left:
+            block = src.read(min(left, 1 << 22))
+            if not block:
+                raise OSError(f"{r.path}: ended at byte {off} while copying {r.length} bytes from byte {r.offset}")
+            fp.write(block)
+            off, left = off + len(block), left - len(block)

@@ -31,6 +31,20 @@ def test_int_and_us3_match_python_formatting(values: list[int]) -> None:
     assert got == want
 
 
+# values of every digit count in one column: the digit tables, the 4-digit groups and the rows
+# whose higher groups are empty (leading zeros as NUL) all meet in one buffer
+mixed_widths = st.lists(st.integers(0, 18).flatmap(lambda k: st.integers(-(10**k), 10**k)), min_size=1, max_size=300)
+
+
+@given(mixed_widths)
+@example([-(2**63), 2**63 - 1, 0, 9999, 10000, 99_999_999, 100_000_000])
+@settings(max_examples=200, deadline=None)
+def test_mixed_digit_counts_match_python_formatting(values: list[int]) -> None:
+    v = np.array(values, dtype=np.int64)
+    got = RowBuilder(len(v)).int(v).lit(",").us3(v).lit("\n").to_bytes().decode()
+    assert got == "".join(f"{x},{naive_us3(x)}\n" for x in values)
+
+
 @given(st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=200))
 @settings(max_examples=100, deadline=None)
 def test_strings_round_trip_through_json(values: list[str]) -> None:

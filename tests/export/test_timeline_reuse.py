@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import msprof_py.export  # noqa: F401  (registers every exporter)
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
@@ -71,3 +72,41 @@ def test_memcpy_tasks_without_memcpy_info_are_written_once_each(tmp_path: Path) 
     assert len({(e["ts"], e["tid"], e["args"]["Task Id"]) for e in x}) == len(x)  # no event twice
     want = sorted((f"{v // 1000}.{v % 1000:03d}", int(k)) for v, k in zip(shown["start_ns"], shown["task_id"]))
     assert sorted((e["ts"], e["args"]["Task Id"]) for e in x) == want  # the copies too
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_a_layer_is_copied_from_the_file_that_wrote_it_even_as_its_last_event(tmp_path: Path, monkeypatch,
+                                                                                kernel_copy: bool) -> None:
+    """A rendered layer is registered as a byte range of the file that wrote it (no second copy
+    on disk) and copied from there (by ``copy_file_range``, or read and written where there is
+    none); when it was that file's last event, its separator became the closing bracket there,
+    and the copy still has it."""
+    import os
+
+    if not kernel_copy and hasattr(os, "copy_file_range"):
+        monkeypatch.delattr(os, "copy_file_range")
+    from msprof_py.export.timeline_model import FileRange, RenderedSlices, Timeline
+    from msprof_py.export.timeline_write import write_timeline
+    from msprof_py.export.trace_events import Arg, Slices
+
+    def layer(key: tuple | None) -> Slices:
+        n = 5
+        return Slices(name="op", pid=np.full(n, 7, np.int64), tid=np.arange(n, dtype=np.int64),
+                      start_ns=np.arange(n, dtype=np.int64) * 1000 + 10**18, dur_ns=np.full(n, 500, np.int64),
+                      args=[Arg("k", "int", np.arange(n))], cache_key=key)
+
+    def other() -> Slices:
+        return Slices(name="other", pid=np.full(2, 8, np.int64), tid=np.zeros(2, np.int64),
+                      start_ns=np.array([10**18, 10**18 + 5000]), dur_ns=np.array([100, 100]))
+
+    ctx = _ctx(tmp_path)
+    first = Timeline(slices=[other(), layer(("lay", 0))])  # the cached layer ends the file
+    write_timeline(first, tmp_path / "a.json", ctx, "test")
+    assert isinstance(ctx.rendered[("lay", 0)], FileRange)
+    assert list((tmp_path / "scratch").iterdir()) == []  # nothing written besides the file itself
+    for slices in ([RenderedSlices(("lay", 0), 5)], [RenderedSlices(("lay", 0), 5), other()]):
+        copied = write_timeline(Timeline(slices=slices), tmp_path / "b.json", ctx, "test")
+        fresh = [layer(None) if isinstance(s, RenderedSlices) else s for s in slices]
+        alone = write_timeline(Timeline(slices=fresh), tmp_path / "c.json", ExportContext(), "test")
+        assert copied.read_bytes() == alone.read_bytes()
+        json.loads(copied.read_bytes())

@@ -60,7 +60,8 @@ def crash_site(err: BaseException) -> str:
 def run_case(prof: Path, export: bool = True, known: frozenset[str] = frozenset(),
              always_digest: bool = True) -> Outcome:
     """Load ``prof`` (no cache), then export it (text: timelines, summaries, db) into ``prof`` as the
-    CLI does (its own parse, cached in parts, streamed per device).
+    CLI does (its own parse, cached in parts, streamed per device), with the advice that
+    ``msprof-py export`` writes after it (prof_rule_{device}.json, aoe_tune_ops.json).
 
     ``known``: the unmutated seed's own warnings (``Outcome.warnings`` of its run).  A case that
     only repeats them is "silent": a seed that warns by itself (a real capture with an unused
@@ -69,8 +70,9 @@ def run_case(prof: Path, export: bool = True, known: frozenset[str] = frozenset(
     ~5% of a case).
     """
     from msprof_py.errors import MsprofError
-    from msprof_py.export.runner import ExportOptions, export as run_export
+    from msprof_py.export.runner import ExportOptions
     from msprof_py.parse.session import load
+    from msprof_py.pipeline import export_with_advice
 
     try:
         with pywarnings.catch_warnings():
@@ -83,9 +85,11 @@ def run_case(prof: Path, export: bool = True, known: frozenset[str] = frozenset(
             if export:
                 # the export's own path, as `msprof-py export` runs it (the streamed per-device
                 # export with its parse cache in parts), not the session loaded above: handing it
-                # that session would test the whole-session path only
-                res = run_export(prof, ExportOptions(type="text"))
-                msgs += [m for m in res.warnings if m not in msgs]
+                # that session would test the whole-session path only; and the advice after it,
+                # which reads that export's per-device source
+                res, advice = export_with_advice(prof, ExportOptions(type="text"))
+                later = list(res.warnings) + (list(advice.warnings) if advice is not None else [])
+                msgs += [m for m in later if m not in msgs]
     except MsprofError as err:
         text = str(err)
         if "\n" in text or not text.strip():

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from msprof_py.analyse.advise import comm, ops, pmu, schedule  # noqa: F401  (registers the rules)
-from msprof_py.analyse.advise.base import RULES, Finding, Plot
+from msprof_py.analyse.advise.base import RULES, Finding, Plot, shared_views
 
 COLUMNS = ["device_id", "rule", "category", "title", "suggestion", "time_at_stake_us", "ops", "iterations",
            "streams", "evidence", "plot"]
@@ -41,13 +41,14 @@ def run_rules(session: Any, rules: list[str] | None = None,
     failed on odd data (``"advice rule NAME skipped: ..."``; raised with ``raise_errors``)."""
     found: dict[str, list[Finding]] = {}
     failed: dict[str, str] = {}
-    for name in rules or list(RULES):
-        try:
-            found[name] = RULES[name](session)
-        except RULE_ERRORS as err:
-            if raise_errors:
-                raise
-            failed[name] = f"advice rule {name} skipped: {type(err).__name__}: {err}"
+    with shared_views(session):  # views several rules read are derived once
+        for name in rules or list(RULES):
+            try:
+                found[name] = RULES[name](session)
+            except RULE_ERRORS as err:
+                if raise_errors:
+                    raise
+                failed[name] = f"advice rule {name} skipped: {type(err).__name__}: {err}"
     return found, failed
 
 

@@ -7,8 +7,10 @@ whole profiled span if the finding were fixed (an estimate: how it is estimated 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -60,13 +62,86 @@ def rule(name: str) -> Callable[[Rule], Rule]:
     return deco
 
 
-# ---------------------------------------------------------------------------- shared helpers
+# ---------------------------------------------------------------------------- views shared by the rules
+T = TypeVar("T")
+_SCOPES: list[tuple[Any, dict[Any, Any]]] = []
+
+
+@contextmanager
+def shared_views(session: Any) -> Iterator[None]:
+    """Inside, what :func:`memo` derives from ``session`` (the executed tasks, a device's
+    iteration windows and idle gaps, ...) is derived once and shared by every rule: several
+    rules read the same views (the idle gaps: host_bound, sync_hot_path, bubbles,
+    dynamic_shape).  Dropped on leaving; outside a scope every call derives again."""
+    if any(s is session for s, _ in _SCOPES):  # nested: the outer scope's views
+        yield
+        return
+    _SCOPES.append((session, {}))
+    try:
+        yield
+    finally:
+        _SCOPES.pop()
+
+
+def memo(session: Any, key: Any, make: Callable[[], T]) -> T:
+    """``make()``, once per ``key`` inside :func:`shared_views` of ``session`` (the value is
+    shared: callers must not change it)."""
+    for s, views in reversed(_SCOPES):
+        if s is session:
+            if key not in views:
+                views[key] = make()
+            return views[key]
+    return make()
+
+
+def forget(session: Any, key: Any) -> None:
+    """Drop one shared view of ``session`` (its last reader is done: memory back before the
+    next rules)."""
+    for s, views in _SCOPES:
+        if s is session:
+            views.pop(key, None)
+
+
+def text_in(col: pd.Series, values: Iterable[Any]) -> np.ndarray:
+    """``col.astype(str).isin(values)`` as a bool array, for a categorical column computed per
+    category (and once for a missing value), not per row."""
+    values = list(values)
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        return col.astype(str).isin(values).to_numpy(bool)
+    per_cat = pd.Series(col.cat.categories).astype(str).isin(values).to_numpy(bool)
+    missing = bool(pd.Series([np.nan], dtype=col.dtype).astype(str).isin(values).iloc[0])
+    return np.append(per_cat, missing)[col.cat.codes.to_numpy()]  # code -1 (missing) -> the last
+
+
+def texts_of(col: pd.Series) -> set[Any]:
+    """``set(col.astype(str))``, for a categorical column from the categories its rows use."""
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        return set(col.astype(str))
+    codes = col.cat.codes.to_numpy()
+    used = np.zeros(len(col.cat.categories) + 1, bool)
+    used[codes] = True  # code -1 (missing) marks the last
+    pick = pd.Series(col.cat.categories[used[:-1]], dtype=col.dtype)
+    if used[-1]:
+        pick = pd.concat([pick, pd.Series([np.nan], dtype=col.dtype)])
+    return set(pick.astype(str))
+
+
 def device_tasks(session: Any) -> pd.DataFrame:
-    """Executed device tasks (host-only rows dropped) with an ``end_ns`` column."""
+    """Executed device tasks (host-only rows dropped) with an ``end_ns`` column (shared inside
+    :func:`shared_views`)."""
+    return memo(session, "device_tasks", lambda: _device_tasks(session))
+
+
+def _device_tasks(session: Any) -> pd.DataFrame:
     t = session.tasks
     ran = (t["start_ns"] >= 0).to_numpy()
     t = t if ran.all() else t[ran]  # no copy of every column when nothing is dropped
     return t.assign(end_ns=t["start_ns"] + t["dur_ns"])
+
+
+def device_task_of(session: Any, device_id: int) -> pd.DataFrame:
+    """:func:`device_tasks` of one device (shared inside :func:`shared_views`)."""
+    return memo(session, ("device_tasks", device_id), lambda: of_device(device_tasks(session), device_id))
 
 
 def by_device(df: pd.DataFrame) -> Any:
@@ -86,8 +161,12 @@ def of_device(df: pd.DataFrame, device_id: int) -> pd.DataFrame:
 
 def busy_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
     """Tasks that keep the device busy (wait tasks are not work)."""
-    return tasks[~tasks["host_task_type"].astype(str).isin(WAIT_TYPES)
-                 & ~tasks["device_task_type"].astype(str).isin(WAIT_TYPES)]
+    return tasks[is_busy(tasks)]
+
+
+def is_busy(tasks: pd.DataFrame) -> np.ndarray:
+    """Per task: whether it keeps the device busy (:func:`busy_tasks`)."""
+    return ~text_in(tasks["host_task_type"], WAIT_TYPES) & ~text_in(tasks["device_task_type"], WAIT_TYPES)
 
 
 def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -134,13 +213,18 @@ def windows(session: Any, device_id: int) -> pd.DataFrame:
     not inside (msprof's data-aug bound).
 
     Without step trace (single-op scripts) the whole span of the device's tasks is one window
-    with iter_id 0."""
+    with iter_id 0.  Shared inside :func:`shared_views`."""
+    return memo(session, ("windows", device_id), lambda: _windows(session, device_id))
+
+
+def _windows(session: Any, device_id: int) -> pd.DataFrame:
     st = session.steps
     st = of_device(st, device_id)
-    t = of_device(device_tasks(session), device_id)
+    t = device_task_of(session, device_id)
     if len(st):
         it = st["iter_id"].to_numpy(np.int64)
-        first = t[t["iter_id"] > 0].groupby("iter_id")["start_ns"].min().reindex(it).to_numpy(np.float64)
+        later = (t["iter_id"] > 0).to_numpy()  # two columns, not a copy of every task column
+        first = t["start_ns"][later].groupby(t["iter_id"][later]).min().reindex(it).to_numpy(np.float64)
         start = st["step_start_ns"].to_numpy(np.int64)
         start = np.where(np.isnan(first), start, np.minimum(start, np.nan_to_num(first, nan=0).astype(np.int64)))
         return pd.DataFrame({"iter_id": it, "start_ns": start, "end_ns": st["step_end_ns"].to_numpy()})

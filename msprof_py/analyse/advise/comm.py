@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, by_device, device_tasks,
-                                           merge_intervals, of_device, overlap_ns, rule, us, windows)
+from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, by_device, device_task_of, device_tasks,
+                                           is_busy, merge_intervals, overlap_ns, rule, text_in, us, windows)
 
 DTYPE_BYTES = {"FP16": 2, "BF16": 2, "FP32": 4, "INT8": 1, "INT16": 2, "INT32": 4, "INT64": 8, "FP64": 8,
                "UINT8": 1, "UINT16": 2, "UINT32": 4, "UINT64": 8}
@@ -87,18 +87,18 @@ def exposed_comm(session: Any, spans_known: bool) -> list[Finding]:
     out: list[Finding] = []
     if not len(ct) and not len(ops):
         return out
-    t = device_tasks(session)
+    device_tasks(session)  # (shared; as before, a session without task columns fails here)
     spans = ops[(ops["start_ns"] >= 0) & (ops["dur_ns"] > 0)] if spans_known else ct[ct["start_ns"] >= 0]
     for dev, cd in by_device(spans):
-        td = of_device(t, dev)
+        td = device_task_of(session, dev)
         comm_streams = ct.loc[ct["device_id"] == dev, "stream_id"].unique() if len(ct) else []
-        comp = busy_tasks(td[~td["task_type"].astype(str).isin({"HCCL", "COMMUNICATION"})
-                             & ~td["stream_id"].isin(comm_streams)])
+        comp = (~text_in(td["task_type"], {"HCCL", "COMMUNICATION"}) & ~td["stream_id"].isin(comm_streams).to_numpy()
+                & is_busy(td))  # computing tasks (a mask: no copy of the device's tasks)
         c0 = cd["start_ns"].to_numpy(np.int64)
         c1 = c0 + cd["dur_ns"].to_numpy(np.int64)
         m0, m1 = merge_intervals(c0, c1)
         comm_ns = int((m1 - m0).sum())
-        hidden = overlap_ns(c0, c1, comp["start_ns"].to_numpy(), comp["end_ns"].to_numpy())
+        hidden = overlap_ns(c0, c1, td["start_ns"].to_numpy()[comp], td["end_ns"].to_numpy()[comp])
         exposed = comm_ns - hidden
         w = windows(session, int(dev))
         span = int((w["end_ns"] - w["start_ns"]).sum())

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import (METRICS, PROCESSING, Finding, Plot, by_device, device_tasks, rule, top,
-                                           us)
+from msprof_py.analyse.advise.base import (METRICS, PROCESSING, Finding, Plot, by_device, device_tasks, rule,
+                                           text_in, texts_of, top, us)
 
 AI_CORE_TASK_TYPES = frozenset({"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV"})
 # op types CANN ships AI Core / AI Vector kernels for (ops-nn / ops-math built-ins): an AI CPU
@@ -31,7 +31,12 @@ SHAPE_KEY = ["op_type", "input_shapes", "input_data_types"]
 TWIN_KEY = SHAPE_KEY + ["input_formats", "output_shapes", "output_data_types", "output_formats"]
 
 
+PER_OP_COLS = ["op_name", "op_type", "dur_ns", "stream_id", "iter_id"] + TWIN_KEY[1:]  # what _per_op reads
+
+
 def _per_op(t: pd.DataFrame) -> pd.DataFrame:
+    """Per op name: type, count, total / mean / median duration (ns) and the first row's
+    shapes, data types and formats (the streams and iterations of chosen ops: :func:`_ints_of`)."""
     g = t.groupby("op_name", observed=True)
     return pd.DataFrame({"op_type": g["op_type"].first().astype(str), "n": g.size(),
                          "total_ns": g["dur_ns"].sum(), "mean_ns": g["dur_ns"].mean(),
@@ -41,12 +46,14 @@ def _per_op(t: pd.DataFrame) -> pd.DataFrame:
                          "input_formats": g["input_formats"].first().astype(str),
                          "output_shapes": g["output_shapes"].first().astype(str),
                          "output_data_types": g["output_data_types"].first().astype(str),
-                         "output_formats": g["output_formats"].first().astype(str),
-                         "streams": g["stream_id"].unique(), "iterations": g["iter_id"].unique()})
+                         "output_formats": g["output_formats"].first().astype(str)})
 
 
-def _ints(arrays: Any) -> list[int]:
-    return sorted({int(x) for a in arrays for x in np.atleast_1d(a)})
+def _ints_of(t: pd.DataFrame, ops: pd.DataFrame, col: str) -> list[int]:
+    """The distinct values of ``col`` (ints, sorted) over the rows of ``t`` of the ops in
+    ``ops``'s index (one pass, not a unique() per op)."""
+    mine = t["op_name"].isin(list(ops.index)).to_numpy(bool)
+    return sorted({int(x) for x in pd.unique(t[col].to_numpy()[mine])})
 
 
 @rule("aicpu")
@@ -56,13 +63,16 @@ def aicpu_ops(session: Any) -> list[Finding]:
     no AI Core twin ran)."""
     out = []
     for dev, td in by_device(device_tasks(session)):
-        tt = td["task_type"].astype(str)
-        core = td[tt.isin(AI_CORE_TASK_TYPES)]
-        types = AI_CORE_OP_TYPES | set(core["op_type"].astype(str))
-        cpu = td[(tt == "AI_CPU") & td["op_type"].astype(str).isin(types)]
+        is_core, is_cpu = text_in(td["task_type"], AI_CORE_TASK_TYPES), text_in(td["task_type"], ["AI_CPU"])
+        if not is_cpu.any():
+            continue
+        types = AI_CORE_OP_TYPES | texts_of(td["op_type"][is_core])
+        cpu = td.loc[is_cpu & text_in(td["op_type"], types), PER_OP_COLS]
         if not len(cpu):
             continue
         ops = _per_op(cpu)
+        # the AI Core twins of the AI CPU ops' types only (the medians of the other keys are not read)
+        core = td.loc[is_core & text_in(td["op_type"], set(ops["op_type"])), SHAPE_KEY + ["dur_ns"]]
         twin = core.groupby([core[c].astype(str) for c in SHAPE_KEY])["dur_ns"].median()
         keys = list(zip(*(ops[c] for c in SHAPE_KEY)))
         core_ns = np.array([twin.get(k, np.nan) for k in keys])
@@ -77,7 +87,8 @@ def aicpu_ops(session: Any) -> list[Finding]:
             f"({us(ops['total_ns'].sum()):.1f} us of AI CPU time)",
             "Run them on AI Core: check the dtype/shape that made GE pick the AI CPU kernel (e.g. int64, "
             "unsupported format) and cast or reshape around the op; reduced use of AI CPU operators.",
-            int(ops["saving_ns"].sum()), list(ops.index.astype(str)), _ints(ops["iterations"]), _ints(ops["streams"]),
+            int(ops["saving_ns"].sum()), list(ops.index.astype(str)), _ints_of(cpu, ops, "iter_id"),
+            _ints_of(cpu, ops, "stream_id"),
             {"ops": {str(n): {"type": r.op_type, "count": int(r.n), "ai_cpu_us": us(r.total_ns),
                               "ai_core_twin_mean_us": None if np.isnan(r.core_ns) else us(r.core_ns)}
                      for n, r in ops.iterrows()},
@@ -95,29 +106,29 @@ def dynamic_ops(session: Any) -> list[Finding]:
     the device waits for it, so the time at stake is the device idle time that ended with a
     dynamic op whose launch began after the device ran dry (:func:`schedule.idle_gaps`, cause
     "dynamic"); reported from :data:`MIN_SHARE` of the iteration time."""
-    from msprof_py.analyse.advise.schedule import idle_gaps, span_ns
+    from msprof_py.analyse.advise.schedule import gap_parts, span_ns
 
     out = []
     t = device_tasks(session)
     api = session.api
     for dev, td in by_device(t):
         # inside model executions only: single-op (aclnn / aclop) calls are always launched per call
-        dyn = td[(td["op_state"].astype(str) == "dynamic") & (td["model_id"] != INVALID_MODEL)]
+        dyn = td.loc[text_in(td["op_state"], ["dynamic"]) & (td["model_id"] != INVALID_MODEL).to_numpy(), PER_OP_COLS]
         if not len(dyn):
             continue
         ops = _per_op(dyn)
         relaunched = ops[ops["n"] > 1]
         if not len(relaunched):
             continue
-        g = idle_gaps(session, int(dev))
-        g = g[(g["cause"] == "dynamic") & g["next_op"].isin(relaunched.index.astype(str))]
+        g = gap_parts(session, int(dev)).frame("dynamic", session, int(dev), next_op=True)
+        g = g[g["next_op"].isin(relaunched.index.astype(str))]
         span = span_ns(session, int(dev))
         if not span or g["dur_ns"].sum() < MIN_SHARE * span:
             continue
         per_op = g.groupby("next_op")["dur_ns"].sum()
         relaunched = relaunched[relaunched.index.astype(str).isin(per_op.index)]
         labels, vals = top(per_op)
-        node = api[(api["level"].astype(str) == "node") & api["item_id"].astype(str).isin(relaunched.index.astype(str))]
+        node = api[text_in(api["level"], ["node"]) & text_in(api["item_id"], relaunched.index.astype(str))]
         host = node.groupby(node["item_id"].astype(str))["dur_ns"].sum()
         out.append(Finding(
             "dynamic_shape", PROCESSING, int(dev),
@@ -125,8 +136,8 @@ def dynamic_ops(session: Any) -> list[Finding]:
             f"execution and the device waits for them ({100 * per_op.sum() / span:.1f}% of the iteration time)",
             "Give them static shapes (pad / bucket the input, set the dynamic dims at model build) so GE "
             "compiles them once and replays them with the model; keep the shapes few so the kernel cache hits.",
-            int(per_op.sum()), list(relaunched.index.astype(str)), _ints(relaunched["iterations"]),
-            _ints(relaunched["streams"]),
+            int(per_op.sum()), list(relaunched.index.astype(str)), _ints_of(dyn, relaunched, "iter_id"),
+            _ints_of(dyn, relaunched, "stream_id"),
             {"ops": {str(n): {"type": r.op_type, "launches": int(r.n), "device_us": us(r.total_ns),
                               "device_wait_us": us(per_op.get(str(n), 0)),
                               "host_launch_us": us(host.get(str(n), 0))} for n, r in relaunched.iterrows()},
@@ -146,7 +157,7 @@ def aoe_candidates(session: Any) -> list[Finding]:
 unbalanced-iterations rule's, not a kernel AOE can tune)."""
     out = []
     for dev, td in by_device(device_tasks(session)):
-        core = td[td["task_type"].astype(str).isin(AI_CORE_TASK_TYPES) & (td["op_type"].astype(str) != "N/A")]
+        core = td.loc[text_in(td["task_type"], AI_CORE_TASK_TYPES) & ~text_in(td["op_type"], ["N/A"]), PER_OP_COLS]
         if not len(core):
             continue
         ops = _per_op(core)
@@ -166,8 +177,8 @@ unbalanced-iterations rule's, not a kernel AOE can tune)."""
             f"{len(slow)} operator(s) run slower than identical operators (same type, input and output shapes, "
             f"dtypes, formats) in the same run",
             "Tune them with AOE operator tuning: msprof-py tune --job_type 2 --tune_ops_file <the tune-ops file>.",
-            int(slow["saving_ns"].sum()), list(slow.index.astype(str)), _ints(slow["iterations"]),
-            _ints(slow["streams"]),
+            int(slow["saving_ns"].sum()), list(slow.index.astype(str)), _ints_of(core, slow, "iter_id"),
+            _ints_of(core, slow, "stream_id"),
             {"ops": {str(n): {"type": r.op_type, "count": int(r.n), "median_us": us(r.median_ns),
                               "twin": str(r.twin), "twin_median_us": us(r.twin_ns)} for n, r in slow.iterrows()},
              "estimate": "(median - median of the fastest identical op) x count"},

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from msprof_py.analyse.advise import comm, in_order, pmu, run_rules
-from msprof_py.analyse.advise.base import RULES, Finding, device_ids
+from msprof_py.analyse.advise.base import RULES, Finding, device_ids, shared_views
 from msprof_py.analyse.advise.prof_rule import op_parallel
 
 # the device tables the rules read, whose device ids and dtypes must agree between devices
@@ -47,6 +47,11 @@ class DeviceAdvice:
 
 def device_advice(session: Any) -> DeviceAdvice:
     """Every rule on one device's session (host tables + that device's)."""
+    with shared_views(session):  # the rules' views, also for op_parallel below
+        return _device_advice(session)
+
+
+def _device_advice(session: Any) -> DeviceAdvice:
     found, failed = run_rules(session)
     ids: set[int] = set()
     shapes = {}

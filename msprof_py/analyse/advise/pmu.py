@@ -7,12 +7,14 @@ itself if it carries them; without PMU data they are silent (the report says the
 skipped)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import COMPUTATION, MEMORY, Finding, Plot, by_device, device_tasks, rule, top, us
+from msprof_py.analyse.advise.base import (COMPUTATION, MEMORY, Finding, Plot, by_device, device_tasks, forget, memo,
+                                           rule, top, us)
 
 CUBE_COLS = ("aic_mac_ratio", "aic_mac_ratio_extra", "aiv_mac_ratio", "mac_ratio", "mac_exe_ratio")
 VEC_COLS = ("aiv_vec_ratio", "aic_vec_ratio", "vec_ratio", "vec_exe_ratio")
@@ -40,43 +42,86 @@ def pmu_columns(session: Any) -> list[str]:
     return [c for c in CUBE_COLS + VEC_COLS + MTE2_COLS if c in cols]
 
 
-RULE_COLS = ("op_name", "op_type", "dur_ns", "input_shapes", "input_data_types", "output_shapes",
-             "output_data_types")  # the task columns the PMU rules read besides KEY and the PMU's
+RULE_COLS = ["device_id", "op_name", "op_type", "dur_ns", "input_shapes", "input_data_types", "output_shapes",
+             "output_data_types"]  # the task columns the PMU rules read besides the PMU's
+PMU_COLS = CUBE_COLS + VEC_COLS + MTE2_COLS + BUSY_COLS
 
 
 def pmu_tasks(session: Any) -> pd.DataFrame:
-    """Executed device tasks with the PMU ratio columns (NaN where a task has no PMU record):
-    KEY, :data:`RULE_COLS` and the PMU columns the tasks table has (a merged copy of every task
-    column would be the largest frame of the advice)."""
+    """Executed device tasks (:data:`RULE_COLS`) with what the PMU rules read of their PMU
+    record (NaN where a task has none): ``util`` (the busiest compute pipe's ratio: cube or
+    vector), ``mte2`` (the MTE2 ratio) and ``busy`` (:func:`busy_ns`).  From the PMU columns of
+    the tasks table, else of the ``pmu`` table (joined on :data:`KEY`, its first row per key).
+    Shared by the PMU rules inside :func:`shared_views`; only these columns: a merged copy of
+    the PMU table's would be the largest frame of the advice."""
+    return memo(session, "pmu_tasks", lambda: _pmu_tasks(session))
+
+
+def _pmu_tasks(session: Any) -> pd.DataFrame:
     t = device_tasks(session)
-    keep = set(KEY) | set(RULE_COLS) | set(CUBE_COLS + VEC_COLS + MTE2_COLS + BUSY_COLS)
-    t = t[[c for c in t.columns if c in keep]]
+    # per PMU column the tasks have: how to read it (from the tasks table, else the PMU table's joined row)
+    have: dict[str, Callable[[], np.ndarray]] = {
+        c: (lambda c=c: pd.to_numeric(t[c], errors="coerce").to_numpy(np.float64)) for c in PMU_COLS if c in t.columns}
     pmu = getattr(session, "pmu", None)
-    if pmu is None or not len(pmu) or not set(KEY) <= set(pmu.columns):
-        return t
-    cols = [c for c in CUBE_COLS + VEC_COLS + MTE2_COLS + BUSY_COLS if c in pmu.columns and c not in t.columns]
-    p = pmu[KEY + cols].drop_duplicates(KEY)
-    return t.merge(p, on=KEY, how="left").set_axis(t.index)
+    if pmu is not None and len(pmu) and set(KEY) <= set(pmu.columns):
+        cols = [c for c in PMU_COLS if c in pmu.columns and c not in t.columns]
+        if cols:
+            hit, idx = pmu_rows(t, pmu)
+            have.update({c: (lambda c=c: np.where(hit, pd.to_numeric(pmu[c], errors="coerce").to_numpy(np.float64)[idx],
+                                                  np.nan)) for c in cols})
+    n = len(t)
+    util = np.fmax(_max_of(have, CUBE_COLS, n), _max_of(have, VEC_COLS, n))
+    return t[[c for c in RULE_COLS if c in t.columns]].assign(
+        util=util, mte2=_max_of(have, MTE2_COLS, n),
+        busy=busy_ns(_max_of(have, BUSY_COLS, n), t["dur_ns"].to_numpy(np.float64)))
 
 
-def _max_of(t: pd.DataFrame, cols: tuple[str, ...]) -> pd.Series:
-    have = [c for c in cols if c in t.columns]
-    if not have:
-        return pd.Series(np.nan, index=t.index)
-    return t[have].apply(pd.to_numeric, errors="coerce").max(axis=1)
+def pmu_rows(t: pd.DataFrame, pmu: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """For each task of ``t``: whether a row of ``pmu`` has its :data:`KEY`, and the first
+    such row (position; 0 where none): a left join of ``t`` with ``pmu.drop_duplicates(KEY)``.
+    When every key column is int64 and the PMU rows' starts strictly increase (as the parser
+    gives them), by one ``searchsorted`` on the starts (a start then names at most one row);
+    else by a pandas merge."""
+    ints = all(t[c].dtype == np.int64 and pmu[c].dtype == np.int64 for c in KEY)
+    p_start = pmu["start_ns"].to_numpy()
+    if ints and (len(p_start) < 2 or bool((p_start[1:] > p_start[:-1]).all())):
+        t_start = t["start_ns"].to_numpy()
+        idx = np.minimum(np.searchsorted(p_start, t_start), len(p_start) - 1)
+        hit = p_start[idx] == t_start
+        for c in KEY[:-1]:
+            hit &= pmu[c].to_numpy()[idx] == t[c].to_numpy()
+        return hit, np.where(hit, idx, 0)
+    first = ~pmu.duplicated(KEY).to_numpy()  # = drop_duplicates(KEY): the first row per key
+    right = pmu.loc[first, KEY].assign(_row=np.flatnonzero(first))
+    row = t[KEY].merge(right, on=KEY, how="left")["_row"].to_numpy(np.float64)  # a left join's row
+    hit = ~np.isnan(row)
+    return hit, np.where(hit, row, 0).astype(np.int64)
 
 
-def busy_ns(t: pd.DataFrame) -> pd.Series:
-    """Per task: the time its AI Core / Vector cores ran (the PMU's total time, which the pipe
-    ratios are shares of; the task's duration also holds its launch and scheduling), at most
-    the duration; the duration without PMU data."""
-    b = _max_of(t, BUSY_COLS) * 1000.0
-    d = t["dur_ns"].astype(np.float64)
-    return b.where(b > 0).clip(upper=d).fillna(d)
+def _max_of(have: dict[str, Callable[[], np.ndarray]], cols: tuple[str, ...], n: int) -> np.ndarray:
+    """Per task: the largest of the columns ``cols`` it has a value in (NaN if none); one
+    column read at a time (= ``np.fmax.reduce`` of them all, without stacking them)."""
+    out = None
+    for c in cols:
+        if c in have:
+            out = have[c]() if out is None else np.fmax(out, have[c]())
+    return np.full(n, np.nan) if out is None else out
+
+
+def busy_ns(total_us: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
+    """Per task: the time its AI Core / Vector cores ran (the PMU's total time, ``total_us``,
+    which the pipe ratios are shares of; the task's duration also holds its launch and
+    scheduling), at most the duration; the duration without PMU data."""
+    b = total_us * 1000.0
+    return np.where(b > 0, np.minimum(b, dur_ns), dur_ns)
+
+
+PER_OP = ["op_name", "op_type", "dur_ns", "busy"]  # the columns _per_op reads
+SHAPE_COLS = ("input_shapes", "input_data_types", "output_shapes", "output_data_types")  # what op_bytes reads
 
 
 def _per_op(t: pd.DataFrame, value: pd.Series) -> pd.DataFrame:
-    g = t.assign(v=value, busy=busy_ns(t)).groupby("op_name", observed=True)
+    g = t.assign(v=value).groupby("op_name", observed=True)
     return pd.DataFrame({"total_ns": g["dur_ns"].sum(), "busy_ns": g["busy"].sum(), "value": g["v"].mean(),
                          "n": g.size(),
                          "op_type": g["op_type"].first().astype(str)})
@@ -102,8 +147,7 @@ def tensor_bytes(shapes: str, dtypes: str) -> float:
 def op_bytes(t: pd.DataFrame) -> pd.Series:
     """Per op name: bytes read and written once (inputs + outputs, from the shapes and data types)."""
     g = t.groupby("op_name", observed=True)
-    first = pd.DataFrame({c: g[c].first().astype(str) for c in ("input_shapes", "input_data_types",
-                                                              "output_shapes", "output_data_types")})
+    first = pd.DataFrame({c: g[c].first().astype(str) for c in SHAPE_COLS})
     return pd.Series([tensor_bytes(r.input_shapes, r.input_data_types) + tensor_bytes(r.output_shapes,
                                                                                        r.output_data_types)
                       for r in first.itertuples()], index=first.index, dtype=np.float64)
@@ -119,17 +163,16 @@ def low_utilisation(session: Any) -> list[Finding]:
         return []
     out = []
     for dev, td in by_device(pmu_tasks(session)):
-        util = pd.concat([_max_of(td, CUBE_COLS), _max_of(td, VEC_COLS)], axis=1).max(axis=1)
-        mte2 = _max_of(td, MTE2_COLS)
+        util, mte2 = td["util"], td["mte2"]
         has = util.notna()
         if not has.any():
             continue
-        every = _per_op(td[has], util[has])
+        every = _per_op(td.loc[has, PER_OP], util[has])
         best = every.groupby("op_type")["value"].transform("max").clip(lower=TARGET_UTIL)
         ok = has & (util < LOW_UTIL) & ~(mte2 > MEMORY_BOUND)
         if not ok.any():
             continue
-        ops = _per_op(td[ok], util[ok])
+        ops = _per_op(td.loc[ok, PER_OP], util[ok])
         ops = ops[ops["total_ns"] >= MIN_SHARE * td["dur_ns"].sum()]
         if not len(ops):
             continue
@@ -163,14 +206,16 @@ def memory_bound(session: Any) -> list[Finding]:
     busy time - bytes / that bandwidth."""
     if not pmu_columns(session):
         return []
-    out = []
-    for dev, td in by_device(pmu_tasks(session)):
-        mte2 = _max_of(td, MTE2_COLS)
+    out: list[Finding] = []
+    view = pmu_tasks(session)
+    forget(session, "pmu_tasks")  # the last rule reading it (RULES' order): freed once this rule is done
+    for dev, td in by_device(view):
+        mte2 = td["mte2"]
         ok = mte2 > MEMORY_BOUND
         if not ok.any():
             continue
-        ops = _per_op(td[ok], mte2[ok])
-        ops["bytes"] = op_bytes(td[ok]).reindex(ops.index) * ops["n"]
+        ops = _per_op(td.loc[ok, PER_OP], mte2[ok])
+        ops["bytes"] = op_bytes(td.loc[ok, ["op_name", *SHAPE_COLS]]).reindex(ops.index) * ops["n"]
         ops["bw"] = ops["bytes"] / ops["busy_ns"]  # bytes per ns = GB/s, over the cores' busy time
         # ops moving under 1 MiB per run are latency-bound (a few us on few blocks), not bandwidth-bound
         ops = ops[ops["bw"].notna() & (ops["bw"] > 0) & (ops["bytes"] >= MIN_BYTES * ops["n"])]

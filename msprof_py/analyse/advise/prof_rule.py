@@ -15,7 +15,7 @@ from typing import Any
 
 
 from msprof_py.analyse.advise.base import (COMPUTATION, MEMORY, METRICS, PROCESSING, SCHEDULE, Finding,
-                                           device_tasks, of_device, overlap_ns)
+                                           device_task_of, merge_intervals, overlap_ns, text_in)
 
 DESCRIPTIONS = {
     COMPUTATION: "Prompt users of some improperly high or low vector/cube/scalar usages of operators on AI Cores.",
@@ -38,16 +38,14 @@ PARALLEL_KEYS = ("AI Core Execution Time(us)", "AI CPU Execution Time(us)",
 def op_parallel(session: Any, device_id: int) -> dict[str, float] | None:
     """msprof's Op Parallel data: AI Core and AI CPU time outside their overlap and the overlap
     (us); None when either kind is absent or AI CPU time is under 5% of the total."""
-    t = of_device(device_tasks(session), device_id)
-    tt = t["task_type"].astype(str)
-    core, cpu = t[tt == "AI_CORE"], t[tt == "AI_CPU"]
-    if not len(core) or not len(cpu):
+    t = device_task_of(session, device_id)
+    core, cpu = text_in(t["task_type"], ["AI_CORE"]), text_in(t["task_type"], ["AI_CPU"])
+    if not core.any() or not cpu.any():
         return None
-    both = overlap_ns(core["start_ns"].to_numpy(), core["end_ns"].to_numpy(), cpu["start_ns"].to_numpy(),
-                      cpu["end_ns"].to_numpy())
-    from msprof_py.analyse.advise.base import merge_intervals
-    c0, c1 = merge_intervals(core["start_ns"].to_numpy(), core["end_ns"].to_numpy())
-    p0, p1 = merge_intervals(cpu["start_ns"].to_numpy(), cpu["end_ns"].to_numpy())
+    start, end = t["start_ns"].to_numpy(), t["end_ns"].to_numpy()
+    both = overlap_ns(start[core], end[core], start[cpu], end[cpu])
+    c0, c1 = merge_intervals(start[core], end[core])
+    p0, p1 = merge_intervals(start[cpu], end[cpu])
     d = {PARALLEL_KEYS[0]: (int((c1 - c0).sum()) - both) / 1000.0,
          PARALLEL_KEYS[1]: (int((p1 - p0).sum()) - both) / 1000.0, PARALLEL_KEYS[2]: both / 1000.0}
     total = sum(d.values())

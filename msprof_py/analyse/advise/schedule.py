@@ -11,13 +11,15 @@ model: GE relaunches it from the host every execution, :func:`ops.dynamic_ops`),
 (waits on events / other devices)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, busy_tasks, by_device, device_tasks, gaps,
-                                           in_windows, merge_intervals, of_device, rule, top, us, windows)
+from msprof_py.analyse.advise.base import (SCHEDULE, Finding, Plot, by_device, device_task_of, device_tasks, gaps,
+                                           in_windows, is_busy, memo, merge_intervals, rule, text_in, top, us,
+                                           windows)
 
 SYNC_APIS = frozenset({"aclrtSynchronizeStream", "aclrtSynchronizeDevice", "aclrtSynchronizeStreamWithTimeout",
                        "aclrtSynchronizeEvent"})
@@ -26,39 +28,101 @@ INVALID_MODEL = 4294967295  # model_id of tasks launched outside a model (single
 UNBALANCED_X = 1.10  # an iteration 10% above the median is unbalanced
 
 
-def idle_gaps(session: Any, device_id: int) -> pd.DataFrame:
-    """Idle gaps of one device inside its iteration windows: ``iter_id, start_ns, end_ns, dur_ns,
-    cause, next_op`` (cause: sync / launch / dynamic / other, see the module doc; next_op: the op
-    name of the task that ended the gap)."""
-    t = of_device(device_tasks(session), device_id)
-    t = t.sort_values("start_ns", kind="stable")
-    g0, g1 = gaps(t["start_ns"].to_numpy(), t["end_ns"].to_numpy())
-    win = windows(session, device_id)
-    it = in_windows(g0, g1, win)
+CAUSES = ("other", "launch", "sync", "dynamic")  # idle-gap causes by code (:class:`Gaps`)
+
+
+@dataclass(frozen=True)
+class Gaps:
+    """Idle gaps of one device inside its iteration windows, as arrays (one entry per gap):
+    ``iter_id``, ``start_ns`` / ``end_ns`` (int64 ns), ``cause`` (code into :data:`CAUSES`) and
+    ``next_row``, the position in the device's executed tasks (:func:`device_task_of`) of the
+    task that ended the gap."""
+
+    iter_id: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    cause: np.ndarray
+    next_row: np.ndarray
+
+    def frame(self, cause: str, session: Any = None, device_id: int = 0, next_op: bool = False) -> pd.DataFrame:
+        """The gaps of one cause: ``iter_id, start_ns, end_ns, dur_ns`` (+ ``next_op``, the op
+        name of the task that ended each gap, read from ``session``'s tasks)."""
+        pick = self.cause == CAUSES.index(cause)
+        g0, g1 = self.start_ns[pick], self.end_ns[pick]
+        out = pd.DataFrame({"iter_id": self.iter_id[pick], "start_ns": g0, "end_ns": g1, "dur_ns": g1 - g0})
+        if next_op:
+            names = device_task_of(session, device_id)["op_name"]
+            out["next_op"] = names.iloc[self.next_row[pick]].astype(str).to_numpy()
+        return out
+
+
+def gap_parts(session: Any, device_id: int) -> Gaps:
+    """The idle gaps of one device (see the module doc for the causes); shared by the rules
+    inside :func:`shared_views`."""
+    return memo(session, ("gaps", device_id), lambda: _gap_parts(session, device_id))
+
+
+def _gap_parts(session: Any, device_id: int) -> Gaps:
+    t = device_task_of(session, device_id)
+    start, end = t["start_ns"].to_numpy(), t["end_ns"].to_numpy()
+    order = np.argsort(start, kind="stable")  # the tasks by start (positions, not a sorted copy of the frame)
+    g0, g1 = gaps(start[order], end[order])
+    it = in_windows(g0, g1, windows(session, device_id))
     keep = it >= 0
     g0, g1, it = g0[keep], g1[keep], it[keep]
+    sync_rows = sync_calls(session, device_id)
     api = session.api
-    threads = api.loc[api["device_id"] == device_id, "thread_id"].unique()
-    on_thread = api[api["thread_id"].isin(threads)]
-    sync = on_thread[on_thread["name"].astype(str).isin(SYNC_APIS)]
-    launches = api[(api["device_id"] == device_id)]
-    cause = np.full(len(g0), "other", dtype=object)
-    l_start = np.sort(launches["start_ns"].to_numpy(np.int64))
+    cause = np.zeros(len(g0), np.int8)  # other
+    l_start = launch_starts(api, device_id)
     launched = np.searchsorted(l_start, g1, side="right") > np.searchsorted(l_start, g0, side="right")
-    cause[launched] = "launch"  # the work after the gap was launched only during the gap
-    if len(sync):  # ... and the host was blocked in a sync when the device ran dry
-        s0, s1 = sync["start_ns"].to_numpy(np.int64), (sync["start_ns"] + sync["dur_ns"]).to_numpy(np.int64)
+    cause[launched] = CAUSES.index("launch")  # the work after the gap was launched only during the gap
+    if len(sync_rows):  # ... and the host was blocked in a sync when the device ran dry
+        a0 = api["start_ns"].to_numpy(np.int64)[sync_rows]
+        s0, s1 = a0, a0 + api["dur_ns"].to_numpy(np.int64)[sync_rows]
         o = np.argsort(s0)
         s0, s1 = s0[o], s1[o]
         k = np.searchsorted(s0, g0, side="right") - 1
-        cause[launched & (k >= 0) & (s1[np.clip(k, 0, None)] >= g0)] = "sync"
-    nxt = np.clip(np.searchsorted(t["start_ns"].to_numpy(np.int64), g1, side="left"), 0, max(len(t) - 1, 0))
-    # only the columns read below: one row per gap can be as many rows as the tasks
-    nt = t[["op_state", "model_id", "op_name"]].iloc[nxt] if len(t) else t
-    dynamic = ((nt["op_state"].astype(str) == "dynamic") & (nt["model_id"] != INVALID_MODEL)).to_numpy(bool)
-    cause[launched & dynamic] = "dynamic"
-    return pd.DataFrame({"iter_id": it, "start_ns": g0, "end_ns": g1, "dur_ns": g1 - g0, "cause": cause,
-                         "next_op": nt["op_name"].astype(str).to_numpy() if len(t) else np.array([], object)})
+        cause[launched & (k >= 0) & (s1[np.clip(k, 0, None)] >= g0)] = CAUSES.index("sync")
+    nxt = np.clip(np.searchsorted(start[order], g1, side="left"), 0, max(len(t) - 1, 0))
+    rows = order[nxt] if len(t) else np.zeros(0, np.int64)
+    if len(t):
+        dynamic = text_in(t["op_state"], ["dynamic"])[rows] & (t["model_id"].to_numpy()[rows] != INVALID_MODEL)
+        cause[launched & dynamic] = CAUSES.index("dynamic")
+    return Gaps(it, g0, g1, cause, rows)
+
+
+def launch_starts(api: pd.DataFrame, device_id: int) -> np.ndarray:
+    """The sorted starts (int64 ns) of the device's API calls: the API table's own column when
+    the device owns every row and the calls come in start order (a single-op run's millions of
+    calls: no copy, no sort)."""
+    start = api["start_ns"].to_numpy(np.int64)
+    mine = (api["device_id"] == device_id).to_numpy()
+    start = start if mine.all() else start[mine]
+    return start if len(start) < 2 or bool((start[1:] >= start[:-1]).all()) else np.sort(start)
+
+
+def sync_calls(session: Any, device_id: int) -> np.ndarray:
+    """Rows of the API table (positions) of the aclrtSynchronize* calls made on the host threads
+    that launch work on the device; shared inside :func:`shared_views`."""
+    def make() -> np.ndarray:
+        api = session.api
+        threads = api.loc[api["device_id"] == device_id, "thread_id"].unique()
+        cand = np.flatnonzero(text_in(api["name"], SYNC_APIS))  # by category first: few rows
+        return cand[api["thread_id"].iloc[cand].isin(threads).to_numpy(bool)]
+    return memo(session, ("sync_calls", device_id), make)
+
+
+def idle_gaps(session: Any, device_id: int) -> pd.DataFrame:
+    """Idle gaps of one device inside its iteration windows: ``iter_id, start_ns, end_ns, dur_ns,
+    cause, next_op`` (cause: sync / launch / dynamic / other, see the module doc; next_op: the op
+    name of the task that ended the gap).  The rules read :func:`gap_parts` (arrays, no string
+    per gap)."""
+    g = gap_parts(session, device_id)
+    names = device_task_of(session, device_id)["op_name"]
+    return pd.DataFrame({"iter_id": g.iter_id, "start_ns": g.start_ns, "end_ns": g.end_ns,
+                         "dur_ns": g.end_ns - g.start_ns, "cause": np.array(CAUSES, dtype=object)[g.cause],
+                         "next_op": names.iloc[g.next_row].astype(str).to_numpy() if len(names)
+                         else np.array([], object)})
 
 
 def span_ns(session: Any, dev: int) -> int:
@@ -69,15 +133,14 @@ def span_ns(session: Any, dev: int) -> int:
 def _gap_finding(session: Any, cause: str) -> list[Finding]:
     out = []
     for dev in sorted(int(d) for d in device_tasks(session)["device_id"].unique()):
-        g = idle_gaps(session, dev)
-        g = g[g["cause"] == cause]
+        g = gap_parts(session, dev).frame(cause)
         span = span_ns(session, dev)
         lost = int(g["dur_ns"].sum())
         if not span or lost < MIN_SHARE * span:
             continue
         per_iter = g.groupby("iter_id")["dur_ns"].sum()
         labels, vals = (list(map(str, per_iter.index)), [us(v) for v in per_iter]) if len(per_iter) > 1 else \
-            top(g.set_index(g["start_ns"].astype(str))["dur_ns"], 20)
+            top(g.set_index("start_ns")["dur_ns"], 20)  # (labels: str of the 20 starts, not of every gap's)
         ev = {"gaps": int(len(g)), "idle_us": us(lost), "span_us": us(span), "share": round(lost / span, 4),
               "largest_gaps_us": [us(v) for v in g["dur_ns"].nlargest(5)],
               "per_iteration_us": {int(k): us(v) for k, v in per_iter.items()}}
@@ -110,9 +173,8 @@ def _gap_finding(session: Any, cause: str) -> list[Finding]:
 
 
 def _syncs_in_windows(session: Any, dev: int) -> list[str]:
-    api = session.api
-    threads = api.loc[api["device_id"] == dev, "thread_id"].unique()
-    s = api[api["thread_id"].isin(threads) & api["name"].astype(str).isin(SYNC_APIS)]
+    rows = sync_calls(session, dev)
+    s = session.api.iloc[rows][["start_ns", "name"]]
     it = in_windows(s["start_ns"].to_numpy(np.int64), s["start_ns"].to_numpy(np.int64), windows(session, dev))
     return list(s.loc[it >= 0, "name"].astype(str))
 
@@ -130,9 +192,10 @@ def sync_hot_path(session: Any) -> list[Finding]:
 def free_time(session: Any, device_id: int) -> pd.DataFrame:
     """Per iteration of one device: ``iter_id, span_ns, busy_ns, free_ns`` (free = no working
     task on any stream; event/notify waits count as free)."""
-    t = of_device(busy_tasks(device_tasks(session)), device_id)
+    t = device_task_of(session, device_id)
+    working = is_busy(t)
     win = windows(session, device_id)
-    s0, s1 = merge_intervals(t["start_ns"].to_numpy(), t["end_ns"].to_numpy())
+    s0, s1 = merge_intervals(t["start_ns"].to_numpy()[working], t["end_ns"].to_numpy()[working])
     w0, w1 = win["start_ns"].to_numpy(np.int64), win["end_ns"].to_numpy(np.int64)
     busy = np.maximum(busy_until(s0, s1, w1) - busy_until(s0, s1, w0), 0)  # 0 for an empty window
     span = w1 - w0
@@ -159,7 +222,10 @@ def bubbles(session: Any) -> list[Finding]:
         ft = free_time(session, dev)
         if not len(ft) or ft["free_ns"].sum() < 0.10 * ft["span_ns"].sum():
             continue
-        causes = idle_gaps(session, dev).groupby("cause")["dur_ns"].sum()
+        g = gap_parts(session, dev)
+        dur = g.end_ns - g.start_ns
+        causes = pd.Series({c: int(dur[g.cause == k].sum()) for k, c in sorted(enumerate(CAUSES), key=lambda kc: kc[1])
+                            if (g.cause == k).any()}, dtype=np.int64)  # = a groupby("cause") sum
         out.append(Finding(
             "bubbles", SCHEDULE, dev,
             f"The device is free {100 * ft['free_ns'].sum() / ft['span_ns'].sum():.1f}% of the iteration time "

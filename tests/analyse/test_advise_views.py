@@ -1,0 +1,90 @@
+"""The advice's shared views (analyse/advise/base.py): text masks per category equal the
+per-row ``astype(str)`` they replace, and every rule finds the same with its views shared
+(:func:`shared_views`, as ``run_rules`` runs them) as computed alone."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import msprof_py
+from msprof_py.analyse.advise import RULES, run_rules
+from msprof_py.analyse.advise.base import memo, shared_views, text_in, texts_of
+from msprof_py.analyse.advise.pmu import KEY, pmu_rows
+from msprof_py.analyse.advise.schedule import CAUSES, gap_parts, idle_gaps
+
+VALUES = st.one_of(st.sampled_from(["a", "b", "N/A", "nan", "dynamic", "1"]), st.integers(0, 3), st.none())
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(VALUES, max_size=30), wanted=st.lists(st.sampled_from(["a", "N/A", "nan", "1", "x"]),
+                                                             max_size=3),
+       categorical=st.booleans())
+def test_text_masks_equal_astype_str(rows, wanted, categorical) -> None:
+    col = pd.Series(rows, dtype="category" if categorical else object)
+    col = col.cat.add_categories(["unused"]) if categorical else col  # a category no row uses
+    assert text_in(col, wanted).tolist() == col.astype(str).isin(wanted).tolist()
+    for some in (col, col[: len(col) // 2]):
+        got, want = texts_of(some), set(some.astype(str))
+        assert {x for x in got if x == x} == {x for x in want if x == x}  # NaN != NaN
+        assert any(x != x for x in got) == any(x != x for x in want)
+
+
+def test_memo_only_inside_a_scope() -> None:
+    session, calls = object(), []
+
+    def make() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert memo(session, "k", make) == 1 and memo(session, "k", make) == 2  # no scope: derived each time
+    with shared_views(session):
+        assert memo(session, "k", make) == 3 and memo(session, "k", make) == 3
+        with shared_views(session):  # nested: the same views
+            assert memo(session, "k", make) == 3
+        assert memo(object(), "k", make) == 4  # another session
+    assert memo(session, "k", make) == 5
+
+
+def test_rules_find_the_same_with_shared_views(runs) -> None:
+    for name in ("sync_each", "dynamic_recompile", "aicpu"):
+        s = msprof_py.load(runs[name])
+        alone = {rule: RULES[rule](s) for rule in RULES}
+        shared, failed = run_rules(s)
+        assert not failed and shared == alone and any(alone.values())
+
+
+def test_idle_gaps_frame_matches_its_arrays(runs) -> None:
+    for name, cause in (("sync_each", "sync"), ("host_work", "launch")):
+        s = msprof_py.load(runs[name])
+        g, parts = idle_gaps(s, 0), gap_parts(s, 0)
+        assert cause in set(g["cause"])
+        for c in CAUSES:
+            sub = g[g["cause"] == c].reset_index(drop=True)
+            frame = parts.frame(c, s, 0, next_op=True)
+            pd.testing.assert_frame_equal(frame, sub[frame.columns.tolist()], check_dtype=False)
+        assert np.array_equal(g["dur_ns"].to_numpy(), parts.end_ns - parts.start_ns)
+
+
+def _merge_rows(t: pd.DataFrame, pmu: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The left join pmu_rows stands for, by pandas."""
+    right = pmu.drop_duplicates(KEY).assign(_row=lambda p: p.index)
+    row = t[KEY].merge(right[KEY + ["_row"]], on=KEY, how="left")["_row"].to_numpy(np.float64)
+    hit = ~np.isnan(row)
+    return hit, np.where(hit, row, 0).astype(np.int64)
+
+
+KEYS = st.tuples(st.integers(0, 1), st.integers(0, 2), st.integers(0, 3), st.integers(0, 1), st.integers(0, 12))
+
+
+@settings(max_examples=300, deadline=None)
+@given(tasks=st.lists(KEYS, max_size=25), rows=st.lists(KEYS, min_size=1, max_size=25), sort=st.booleans())
+def test_pmu_rows_is_the_left_join(tasks, rows, sort) -> None:
+    t = pd.DataFrame(tasks or np.zeros((0, 5), np.int64), columns=KEY).astype(np.int64)
+    pmu = pd.DataFrame(rows, columns=KEY).astype(np.int64)
+    if sort:  # the parser's layout (strictly increasing starts): the searchsorted path
+        pmu = pmu.drop_duplicates("start_ns").sort_values("start_ns", ignore_index=True)
+    hit, idx = pmu_rows(t, pmu)
+    want_hit, want_idx = _merge_rows(t, pmu)
+    assert hit.tolist() == want_hit.tolist() and idx.tolist() == want_idx.tolist()
