@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import msprof_py
 from msprof_py.analyse.advise import RULES, run_rules
 from msprof_py.analyse.advise.base import memo, shared_views, text_in, texts_of
+from msprof_py.analyse.advise.pmu import KEY, pmu_rows
 from msprof_py.analyse.advise.schedule import CAUSES, gap_parts, idle_gaps
 
 VALUES = st.one_of(st.sampled_from(["a", "b", "N/A", "nan", "dynamic", "1"]), st.integers(0, 3), st.none())
@@ -64,3 +65,26 @@ def test_idle_gaps_frame_matches_its_arrays(runs) -> None:
             frame = parts.frame(c, s, 0, next_op=True)
             pd.testing.assert_frame_equal(frame, sub[frame.columns.tolist()], check_dtype=False)
         assert np.array_equal(g["dur_ns"].to_numpy(), parts.end_ns - parts.start_ns)
+
+
+def _merge_rows(t: pd.DataFrame, pmu: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The left join pmu_rows stands for, by pandas."""
+    right = pmu.drop_duplicates(KEY).assign(_row=lambda p: p.index)
+    row = t[KEY].merge(right[KEY + ["_row"]], on=KEY, how="left")["_row"].to_numpy(np.float64)
+    hit = ~np.isnan(row)
+    return hit, np.where(hit, row, 0).astype(np.int64)
+
+
+KEYS = st.tuples(st.integers(0, 1), st.integers(0, 2), st.integers(0, 3), st.integers(0, 1), st.integers(0, 12))
+
+
+@settings(max_examples=300, deadline=None)
+@given(tasks=st.lists(KEYS, max_size=25), rows=st.lists(KEYS, min_size=1, max_size=25), sort=st.booleans())
+def test_pmu_rows_is_the_left_join(tasks, rows, sort) -> None:
+    t = pd.DataFrame(tasks or np.zeros((0, 5), np.int64), columns=KEY).astype(np.int64)
+    pmu = pd.DataFrame(rows, columns=KEY).astype(np.int64)
+    if sort:  # the parser's layout (strictly increasing starts): the searchsorted path
+        pmu = pmu.drop_duplicates("start_ns").sort_values("start_ns", ignore_index=True)
+    hit, idx = pmu_rows(t, pmu)
+    want_hit, want_idx = _merge_rows(t, pmu)
+    assert hit.tolist() == want_hit.tolist() and idx.tolist() == want_idx.tolist()

@@ -94,6 +94,14 @@ def memo(session: Any, key: Any, make: Callable[[], T]) -> T:
     return make()
 
 
+def forget(session: Any, key: Any) -> None:
+    """Drop one shared view of ``session`` (its last reader is done: memory back before the
+    next rules)."""
+    for s, views in _SCOPES:
+        if s is session:
+            views.pop(key, None)
+
+
 def text_in(col: pd.Series, values: Iterable[Any]) -> np.ndarray:
     """``col.astype(str).isin(values)`` as a bool array, for a categorical column computed per
     category (and once for a missing value), not per row."""

@@ -7,13 +7,14 @@ itself if it carries them; without PMU data they are silent (the report says the
 skipped)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from msprof_py.analyse.advise.base import (COMPUTATION, MEMORY, Finding, Plot, by_device, device_tasks, memo, rule,
-                                           top, us)
+from msprof_py.analyse.advise.base import (COMPUTATION, MEMORY, Finding, Plot, by_device, device_tasks, forget, memo,
+                                           rule, top, us)
 
 CUBE_COLS = ("aic_mac_ratio", "aic_mac_ratio_extra", "aiv_mac_ratio", "mac_ratio", "mac_exe_ratio")
 VEC_COLS = ("aiv_vec_ratio", "aic_vec_ratio", "vec_ratio", "vec_exe_ratio")
@@ -58,30 +59,53 @@ def pmu_tasks(session: Any) -> pd.DataFrame:
 
 def _pmu_tasks(session: Any) -> pd.DataFrame:
     t = device_tasks(session)
-    have = {c: pd.to_numeric(t[c], errors="coerce").to_numpy(np.float64) for c in PMU_COLS if c in t.columns}
+    # per PMU column the tasks have: how to read it (from the tasks table, else the PMU table's joined row)
+    have: dict[str, Callable[[], np.ndarray]] = {
+        c: (lambda c=c: pd.to_numeric(t[c], errors="coerce").to_numpy(np.float64)) for c in PMU_COLS if c in t.columns}
     pmu = getattr(session, "pmu", None)
     if pmu is not None and len(pmu) and set(KEY) <= set(pmu.columns):
         cols = [c for c in PMU_COLS if c in pmu.columns and c not in t.columns]
         if cols:
-            first = ~pmu.duplicated(KEY).to_numpy()  # = drop_duplicates(KEY): the first row per key
-            right = pmu.loc[first, KEY].assign(_row=np.flatnonzero(first))
-            row = t[KEY].merge(right, on=KEY, how="left")["_row"].to_numpy(np.float64)  # a left join's row
-            hit = ~np.isnan(row)
-            idx = np.where(hit, row, 0).astype(np.int64)
-            for c in cols:
-                have[c] = np.where(hit, pd.to_numeric(pmu[c], errors="coerce").to_numpy(np.float64)[idx], np.nan)
-    util = np.fmax(_max_of(have, CUBE_COLS, len(t)), _max_of(have, VEC_COLS, len(t)))
-    return t[[c for c in RULE_COLS if c in t.columns]].assign(util=util, mte2=_max_of(have, MTE2_COLS, len(t)),
-                                                               busy=busy_ns(_max_of(have, BUSY_COLS, len(t)),
-                                                                            t["dur_ns"].to_numpy(np.float64)))
+            hit, idx = pmu_rows(t, pmu)
+            have.update({c: (lambda c=c: np.where(hit, pd.to_numeric(pmu[c], errors="coerce").to_numpy(np.float64)[idx],
+                                                  np.nan)) for c in cols})
+    n = len(t)
+    util = np.fmax(_max_of(have, CUBE_COLS, n), _max_of(have, VEC_COLS, n))
+    return t[[c for c in RULE_COLS if c in t.columns]].assign(
+        util=util, mte2=_max_of(have, MTE2_COLS, n),
+        busy=busy_ns(_max_of(have, BUSY_COLS, n), t["dur_ns"].to_numpy(np.float64)))
 
 
-def _max_of(have: dict[str, np.ndarray], cols: tuple[str, ...], n: int) -> np.ndarray:
-    """Per task: the largest of the columns ``cols`` it has a value in (NaN if none)."""
-    arrays = [have[c] for c in cols if c in have]
-    if not arrays:
-        return np.full(n, np.nan)
-    return np.fmax.reduce(arrays) if len(arrays) > 1 else arrays[0]
+def pmu_rows(t: pd.DataFrame, pmu: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """For each task of ``t``: whether a row of ``pmu`` has its :data:`KEY`, and the first
+    such row (position; 0 where none): a left join of ``t`` with ``pmu.drop_duplicates(KEY)``.
+    When every key column is int64 and the PMU rows' starts strictly increase (as the parser
+    gives them), by one ``searchsorted`` on the starts (a start then names at most one row);
+    else by a pandas merge."""
+    ints = all(t[c].dtype == np.int64 and pmu[c].dtype == np.int64 for c in KEY)
+    p_start = pmu["start_ns"].to_numpy()
+    if ints and (len(p_start) < 2 or bool((p_start[1:] > p_start[:-1]).all())):
+        t_start = t["start_ns"].to_numpy()
+        idx = np.minimum(np.searchsorted(p_start, t_start), len(p_start) - 1)
+        hit = p_start[idx] == t_start
+        for c in KEY[:-1]:
+            hit &= pmu[c].to_numpy()[idx] == t[c].to_numpy()
+        return hit, np.where(hit, idx, 0)
+    first = ~pmu.duplicated(KEY).to_numpy()  # = drop_duplicates(KEY): the first row per key
+    right = pmu.loc[first, KEY].assign(_row=np.flatnonzero(first))
+    row = t[KEY].merge(right, on=KEY, how="left")["_row"].to_numpy(np.float64)  # a left join's row
+    hit = ~np.isnan(row)
+    return hit, np.where(hit, row, 0).astype(np.int64)
+
+
+def _max_of(have: dict[str, Callable[[], np.ndarray]], cols: tuple[str, ...], n: int) -> np.ndarray:
+    """Per task: the largest of the columns ``cols`` it has a value in (NaN if none); one
+    column read at a time (= ``np.fmax.reduce`` of them all, without stacking them)."""
+    out = None
+    for c in cols:
+        if c in have:
+            out = have[c]() if out is None else np.fmax(out, have[c]())
+    return np.full(n, np.nan) if out is None else out
 
 
 def busy_ns(total_us: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
@@ -90,6 +114,10 @@ def busy_ns(total_us: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
     scheduling), at most the duration; the duration without PMU data."""
     b = total_us * 1000.0
     return np.where(b > 0, np.minimum(b, dur_ns), dur_ns)
+
+
+PER_OP = ["op_name", "op_type", "dur_ns", "busy"]  # the columns _per_op reads
+SHAPE_COLS = ("input_shapes", "input_data_types", "output_shapes", "output_data_types")  # what op_bytes reads
 
 
 def _per_op(t: pd.DataFrame, value: pd.Series) -> pd.DataFrame:
@@ -119,8 +147,7 @@ def tensor_bytes(shapes: str, dtypes: str) -> float:
 def op_bytes(t: pd.DataFrame) -> pd.Series:
     """Per op name: bytes read and written once (inputs + outputs, from the shapes and data types)."""
     g = t.groupby("op_name", observed=True)
-    first = pd.DataFrame({c: g[c].first().astype(str) for c in ("input_shapes", "input_data_types",
-                                                              "output_shapes", "output_data_types")})
+    first = pd.DataFrame({c: g[c].first().astype(str) for c in SHAPE_COLS})
     return pd.Series([tensor_bytes(r.input_shapes, r.input_data_types) + tensor_bytes(r.output_shapes,
                                                                                        r.output_data_types)
                       for r in first.itertuples()], index=first.index, dtype=np.float64)
@@ -140,12 +167,12 @@ def low_utilisation(session: Any) -> list[Finding]:
         has = util.notna()
         if not has.any():
             continue
-        every = _per_op(td[has], util[has])
+        every = _per_op(td.loc[has, PER_OP], util[has])
         best = every.groupby("op_type")["value"].transform("max").clip(lower=TARGET_UTIL)
         ok = has & (util < LOW_UTIL) & ~(mte2 > MEMORY_BOUND)
         if not ok.any():
             continue
-        ops = _per_op(td[ok], util[ok])
+        ops = _per_op(td.loc[ok, PER_OP], util[ok])
         ops = ops[ops["total_ns"] >= MIN_SHARE * td["dur_ns"].sum()]
         if not len(ops):
             continue
@@ -179,14 +206,16 @@ def memory_bound(session: Any) -> list[Finding]:
     busy time - bytes / that bandwidth."""
     if not pmu_columns(session):
         return []
-    out = []
-    for dev, td in by_device(pmu_tasks(session)):
+    out: list[Finding] = []
+    view = pmu_tasks(session)
+    forget(session, "pmu_tasks")  # the last rule reading it (RULES' order): freed once this rule is done
+    for dev, td in by_device(view):
         mte2 = td["mte2"]
         ok = mte2 > MEMORY_BOUND
         if not ok.any():
             continue
-        ops = _per_op(td[ok], mte2[ok])
-        ops["bytes"] = op_bytes(td[ok]).reindex(ops.index) * ops["n"]
+        ops = _per_op(td.loc[ok, PER_OP], mte2[ok])
+        ops["bytes"] = op_bytes(td.loc[ok, ["op_name", *SHAPE_COLS]]).reindex(ops.index) * ops["n"]
         ops["bw"] = ops["bytes"] / ops["busy_ns"]  # bytes per ns = GB/s, over the cores' busy time
         # ops moving under 1 MiB per run are latency-bound (a few us on few blocks), not bandwidth-bound
         ops = ops[ops["bw"].notna() & (ops["bw"] > 0) & (ops["bytes"] >= MIN_BYTES * ops["n"])]
