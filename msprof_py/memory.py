@@ -30,6 +30,7 @@ from pathlib import Path
 
 M_TRIM_THRESHOLD = -1  # glibc malloc.h
 M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
 MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
 TRIM_THRESHOLD_BYTES = 64 * 1024 * 1024
 _pinned = False
@@ -59,6 +60,8 @@ def release_freed_memory() -> bool:
     _pinned = bool(libc is not None and libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
     if _pinned and "MALLOC_TRIM_THRESHOLD_" not in os.environ:
         libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+    if _pinned and "MALLOC_ARENA_MAX" not in os.environ:
+        libc.mallopt(M_ARENA_MAX, 1)  # threads (the DB's, numpy's) share the one heap that is trimmed
     return _pinned
 
 

@@ -227,21 +227,45 @@ def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | N
     A DB written one device at a time calls this per device (``pmu`` / ``freq``: which of the two
     tables; ``created``: the tables already created, updated here, so each is created once)."""
     created = set() if created is None else created
-    p = _pmu(session) if pmu else pd.DataFrame(columns=KEY_COLS)
-    names = metric_columns(p)
-    if names and tasks is not None and len(tasks):
-        pos = _pmu_positions(p, tasks)
-        hit = np.flatnonzero(pos >= 0)
-        if len(hit):
-            create_table(con, "TASK_PMU_INFO", created)
-            ids = [string_id(M.db_name(n)) for n in names]
-            _insert_pmu(con, [p[n].to_numpy() for n in names], ids, pos[hit], np.asarray(gid, np.int64)[hit])
-    f = session.aicore_freq
-    if freq and len(f):
+    rows = pmu_rows(session, tasks, gid) if pmu else None
+    if rows is not None:
+        names, cols, pos, gids = rows
+        create_table(con, "TASK_PMU_INFO", created)
+        ids = [string_id(M.db_name(n)) for n in names]
+        _insert_pmu(con, cols, ids, pos, gids)
+    if freq:
+        freq_rows(con, session.aicore_freq, created)
+
+
+def freq_rows(con: sqlite3.Connection, f: pd.DataFrame, created: set[str]) -> None:
+    """AICORE_FREQ: the rows of a session's ``aicore_freq`` table (created with the first)."""
+    if len(f):
         create_table(con, "AICORE_FREQ", created)
         con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)",
                         zip(f["device_id"].to_numpy(np.int64).tolist(), f["timestamp_ns"].to_numpy(np.int64).tolist(),
                             f["freq_mhz"].to_numpy(np.int64).tolist()))
+
+
+PmuRows = tuple[list[str], list[np.ndarray], np.ndarray, np.ndarray]
+"""TASK_PMU_INFO's input: metric names, their value columns (``pmu`` table rows), the row of
+each task with PMU data and its globalTaskId (:func:`pmu_rows`)."""
+
+
+def pmu_rows(session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None) -> PmuRows | None:
+    """The PMU rows of ``tasks`` (globalTaskIds ``gid``), None when no task has any.  The
+    metrics are :func:`_pmu`'s (columns with a value), read from the table itself: no copy of
+    it (the DB thread works beside the text writers; the table is ~260 B per task)."""
+    p = session.pmu
+    if not len(p) or len(p.columns) <= len(KEY_COLS) or tasks is None or not len(tasks):
+        return None
+    names = [n for n in metric_columns(p) if p[n].notna().any()]
+    if not names:
+        return None
+    pos = _pmu_positions(p, tasks)
+    hit = np.flatnonzero(pos >= 0)
+    if not len(hit):
+        return None
+    return names, [p[n].to_numpy() for n in names], pos[hit], np.asarray(gid, np.int64)[hit]
 
 
 def _pmu_positions(p: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
@@ -253,7 +277,9 @@ def _pmu_positions(p: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
         on = np.flatnonzero(dev_p == d)
         if not len(on):
             continue  # no PMU rows on this device (its ffts_profile is missing or empty)
-        got = match_rows(p[JOIN].iloc[on], tasks[sel])
+        # the tables themselves when every row is on this device (no copy of either)
+        got = match_rows(p if len(on) == len(p) else p[JOIN].iloc[on],
+                         tasks if sel.all() else tasks.loc[sel, JOIN])
         out[sel] = np.where(got >= 0, on[np.maximum(got, 0)], -1)
     return out
 
@@ -275,19 +301,59 @@ def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int],
     floats as REAL, NaN as NULL."""
     m = len(cols)
     con.execute(f"CREATE TEMP TABLE {_STAGE} (g, " + ", ".join(f"v{j}" for j in range(m)) + ")")
-    con.execute(f"CREATE TEMP TABLE {_NAMES} (j INTEGER PRIMARY KEY, id)")
+    _names(con, ids)
     try:
-        con.executemany(f"INSERT INTO {_NAMES} VALUES (?, ?)", enumerate(ids))
-        pick = "CASE n.j " + " ".join(f"WHEN {j} THEN s.v{j}" for j in range(m)) + " END"
-        unfold = (f"INSERT INTO TASK_PMU_INFO SELECT s.g, n.id, {pick} "
-                  f"FROM {_STAGE} AS s CROSS JOIN {_NAMES} AS n ORDER BY s.rowid, n.j")
         for lo in range(0, len(rows), DB_CHUNK_ROWS):
-            r = rows[lo:lo + DB_CHUNK_ROWS]
-            insert_lists(con, _STAGE, [gids[lo:lo + DB_CHUNK_ROWS].tolist(), *[_bound(c[r]) for c in cols]])
-            con.execute(unfold)
+            _stage_rows(con, _STAGE, cols, rows[lo:lo + DB_CHUNK_ROWS], gids[lo:lo + DB_CHUNK_ROWS])
+            _unfold(con, _STAGE, m)
             con.execute(f"DELETE FROM {_STAGE}")
     finally:
         con.execute(f"DROP TABLE IF EXISTS temp.{_STAGE}")
+        con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
+
+
+def _stage_rows(con: sqlite3.Connection, table: str, cols: list[np.ndarray], rows: np.ndarray,
+                gids: np.ndarray) -> None:
+    insert_lists(con, table, [gids.tolist(), *[_bound(c[rows]) for c in cols]])
+
+
+def _names(con: sqlite3.Connection, ids: list[int]) -> None:
+    """The TEMP table of metric positions and their STRING_IDS ids (:func:`_unfold` reads it)."""
+    con.execute(f"CREATE TEMP TABLE {_NAMES} (j INTEGER PRIMARY KEY, id)")
+    con.executemany(f"INSERT INTO {_NAMES} VALUES (?, ?)", enumerate(ids))
+
+
+def _unfold(con: sqlite3.Connection, table: str, m: int) -> None:
+    """Every staged row of ``table`` (``m`` metric values) as one TASK_PMU_INFO row per metric, in order."""
+    pick = "CASE n.j " + " ".join(f"WHEN {j} THEN s.v{j}" for j in range(m)) + " END"
+    con.execute(f"INSERT INTO TASK_PMU_INFO SELECT s.g, n.id, {pick} "
+                f"FROM {table} AS s CROSS JOIN {_NAMES} AS n ORDER BY s.rowid, n.j")
+
+
+StagedPmu = tuple[list[str], str]  # metric names, TEMP table of the staged rows
+
+
+def stage_pmu(con: sqlite3.Connection, rows: PmuRows, key: int) -> StagedPmu:
+    """Stage all of :func:`pmu_rows`' ``rows`` in a TEMP table of their own (SQLite's temporary
+    file, not memory): a DB written one device at a time stages a device's rows while it has
+    them and unfolds them at TASK_PMU_INFO's turn (:func:`unfold_pmu`)."""
+    names, cols, pos, gids = rows
+    table = f"{_STAGE}_{key}"
+    con.execute(f"CREATE TEMP TABLE {table} (g, " + ", ".join(f"v{j}" for j in range(len(cols))) + ")")
+    for lo in range(0, len(pos), DB_CHUNK_ROWS):
+        _stage_rows(con, table, cols, pos[lo:lo + DB_CHUNK_ROWS], gids[lo:lo + DB_CHUNK_ROWS])
+    return names, table
+
+
+def unfold_pmu(con: sqlite3.Connection, staged: StagedPmu, string_id: Any, created: set[str]) -> None:
+    """TASK_PMU_INFO rows of :func:`stage_pmu`'s rows (what :func:`db_tables` inserts for them)."""
+    names, table = staged
+    create_table(con, "TASK_PMU_INFO", created)
+    try:
+        _names(con, [string_id(M.db_name(n)) for n in names])
+        _unfold(con, table, len(names))
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS temp.{table}")
         con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
 
 

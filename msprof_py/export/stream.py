@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from msprof_py.export import base
 from msprof_py.export.base import ExportContext, Naming
+from msprof_py.export.db_thread import DbFeed, DbThread, db_view
 from msprof_py.export.jobs import (Done, ExportOptions, ExportResult, default_loader, finish, jobs_for, prepare,
                                    progress, run_job)
 from msprof_py.export.parallel import run_tasks, workers_for
@@ -19,6 +21,7 @@ from msprof_py.memory import trim
 from msprof_py.parse.source import DevicePart, ProfSource
 
 STREAM_ENV = "MSPROF_PY_STREAM"  # "0": export from the whole session (for comparisons)
+DB_THREAD_ENV = "MSPROF_PY_DB_THREAD"  # "0": the DB after the text files, not on a thread beside them
 
 
 def streamable(options: ExportOptions) -> bool:
@@ -60,6 +63,9 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     tasks += [None] if db else []
     workers = workers_for(len(tasks), options.workers)
     state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1)
+    if db and workers == 1 and os.environ.get(DB_THREAD_ENV, "1") != "0" and beside_ok(source, jobs, tasks):
+        tasks.remove(None)
+        state.db = DbThread(state.write_db, len(source.devices))
     with progress(options, prof, len(jobs)) as bar:
         try:
             for got in run_tasks(state.run, tasks, workers, state.what):
@@ -70,7 +76,12 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
                 if dev is None and ex.kind != "db":
                     done[i] = run_job(ex, source.host, out_dir, naming, ctx)
                     bar.update(1)
+            if state.db is not None:
+                done[db[0]] = state.db.result()
+                bar.update(1)
         finally:
+            if state.db is not None:
+                state.db.stop()
             if ctx.scratch is not None:
                 shutil.rmtree(ctx.scratch, ignore_errors=True)
     result.warnings.extend(source.warnings)
@@ -104,9 +115,21 @@ class Stream:
     ctx: ExportContext
     prof: Path
     parallel: bool = False
+    db: DbThread | None = None  # the DB on a thread, fed the devices' sessions (one process)
 
     def what(self, dev: int | None) -> str:
         return f"exporting device {dev} of {self.prof}" if dev is not None else f"writing the DB of {self.prof}"
+
+    @cached_property
+    def cats(self) -> dict[str, list[str]]:
+        return self.source.categories()
+
+    def write_db(self, feed: DbFeed) -> Done:
+        """The DB job on the DB thread, from the sessions the device tasks hand it."""
+        ex = next(ex for ex, d in self.jobs if d is None and ex.kind == "db")
+        return run_job(ex, self.source.host, self.prof, self.naming, ExportContext(),
+                       lambda: ex.write_parts(self.source.host, feed.sessions, feed.count, self.prof, self.naming,
+                                              feed))
 
     def run(self, dev: int | None) -> dict[int, Done]:
         ctx = self.ctx
@@ -119,12 +142,26 @@ class Stream:
             return {i: run_job(ex, self.source.host, self.prof, self.naming, ctx,
                             lambda: stream_db(ex, self.source, self.prof, self.naming))}
         # a device id of the info files without a device dir (the host's) has no device rows
+        fed = self.db is not None and dev in self.source.devices
+        if fed:
+            self.db.feed.wait_room()  # one device's tables in memory at a time
         session = self.source.device(dev) if dev in self.source.devices else self.source.host
+        if fed:
+            self.db.feed.put(db_view(session, self.cats))
         out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
                for i, (ex, d) in enumerate(self.jobs) if d == dev}
         del session
         trim()
         return out
+
+
+def beside_ok(source: ProfSource, jobs: list[tuple[base.Exporter, int | None]], tasks: list[int | None]) -> bool:
+    """Whether the DB can be written on a thread from the device tasks' sessions: the tasks
+    read every device, in the DB's device order, and the DB is written device by device
+    (:func:`stream_db` does not fall back to the whole session)."""
+    ex = next(ex for ex, d in jobs if d is None and ex.kind == "db")
+    return (hasattr(ex, "write_parts") and len({source.meta[d]["pmu"] for d in source.devices} - {None}) <= 1
+            and [d for d in tasks if d in source.devices] == list(source.devices) and bool(source.devices))
 
 
 def stream_db(ex: Any, source: ProfSource, prof: Path, naming: Naming) -> list[Path]:
@@ -135,7 +172,8 @@ def stream_db(ex: Any, source: ProfSource, prof: Path, naming: Naming) -> list[P
     if len(sigs) > 1 or not hasattr(ex, "write_parts"):
         return ex.write(default_loader(prof), prof, naming, ExportContext())
     cats = source.categories()
-    return ex.write_parts(source.host, lambda: (source.device(d, cats) for d in source.devices), prof, naming)
+    return ex.write_parts(source.host, lambda: (source.device(d, cats) for d in source.devices), len(source.devices),
+                          prof, naming)
 
 
-__all__ = ["export_streamed", "streamable", "STREAM_ENV"]
+__all__ = ["export_streamed", "streamable", "STREAM_ENV", "DB_THREAD_ENV"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import sqlite3
 from collections.abc import Callable, Iterable
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,8 @@ from msprof_py.export.unified_db_enums import ENUM_TABLES, META_DATA
 from msprof_py.export.unified_db_host import api_rows, communication_rows, session_tables
 from msprof_py.export.unified_db_insert import insert_rows
 from msprof_py.export.unified_db_strings import StringIds
-from msprof_py.export.unified_db_tasks import db_tasks, info_rows, memcpy_ids, memcpy_rows, task_rows
+from msprof_py.export.unified_db_tasks import (db_tasks, info_columns, info_rows, insert_info, memcpy_ids,
+                                                memcpy_rows, task_rows)
 from msprof_py.parse.build import join_parts
 from msprof_py.parse.session import Session
 
@@ -44,24 +46,30 @@ Parts = Callable[[], Iterable[Session]]
 one device's (in device order, categoricals over the whole session's categories)."""
 
 
-def write_db(session: Session, path: Path, parts: Parts | None = None) -> Path:
+def write_db(session: Session, path: Path, parts: Parts | None = None, count: int = 1, feed: Any = None) -> Path:
     """Write the unified DB to ``path`` atomically (temporary file in the same dir, then rename).
 
     With ``parts``, ``session`` gives the host tables and ``parts`` the device tables, read one
     device at a time (a table's rows are inserted device after device, so the file has the bytes
-    of the whole session's DB while only one device's tables are in memory)."""
+    of the whole session's DB while only one device's tables are in memory).  ``feed``: the
+    :class:`msprof_py.export.db_thread.DbFeed` of a DB written on a thread (it interrupts the
+    connection when the export stops)."""
     with temp_path(path) as tmp:
         con = sqlite3.connect(tmp)
         try:
+            if feed is not None:
+                feed.attach(con)
             con.execute("PRAGMA journal_mode=OFF")
             con.execute("PRAGMA synchronous=OFF")
-            _fill(con, session, parts)
+            _fill(con, session, parts, count)
             con.commit()
         except sqlite3.OperationalError as err:
             if getattr(err, "sqlite_errorcode", None) == getattr(sqlite3, "SQLITE_FULL", 13) or "is full" in str(err):
                 raise OSError(errno.ENOSPC, "No space left on device", str(tmp)) from None  # temp_path words it
             raise
         finally:
+            if feed is not None:
+                feed.detach()
             con.close()
     return path
 
@@ -71,61 +79,59 @@ def write_db(session: Session, path: Path, parts: Parts | None = None) -> Path:
 ALWAYS_INTERNED = ("release", "allocate")
 
 
-def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None) -> None:
+def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None, count: int = 1) -> None:
     """Every table, in msprof's order; TASK, COMPUTE_TASK_INFO, MEMCPY_INFO, TASK_PMU_INFO and
-    AICORE_FREQ device after device (one pass over ``parts`` each: a table's rows stay together
-    in the file, and string ids are given in the order of the whole session's)."""
+    AICORE_FREQ device after device (a table's rows stay together in the file, and string ids
+    are given in the order of the whole session's).
+
+    Each device is read once (``parts``: ``count`` sessions): its TASK rows go in at once; what
+    a device before the last gives the later tables waits for their turn, small: its
+    COMPUTE_TASK_INFO columns (integers and factored strings, interned at the table's turn), its
+    TASK_PMU_INFO rows staged in a TEMP table (SQLite's temporary file) and unfolded by SQLite at
+    the table's turn, its AICORE_FREQ and communication rows; the last device's session itself
+    serves the later tables."""
     sid = StringIds()
     for s in ALWAYS_INTERNED:
         sid.one(s)
-    one = [session] if parts is None else None
-    cached: list[pd.DataFrame] = []
-
-    def each(fn: Callable[[Session, pd.DataFrame, int], None]) -> int:
-        """``fn(device session, its TASK rows, globalTaskId of its first row)`` device after
-        device, one in memory at a time (a whole session: once, its TASK rows kept); returns
-        the number of TASK rows."""
-        offset = 0
-        for i, s in enumerate(one if one is not None else parts()):  # type: ignore[misc]
-            if one is not None and cached:
-                t = cached[i]
-            else:
-                t = db_tasks(s)
-                if one is not None:
-                    cached.append(t)
-            fn(s, t, offset)
-            offset += len(t)
-            del s, t  # before the next device is read
-        return offset
-
     created: set[str] = set()
     comm: list[pd.DataFrame] = []
     memcpy_gids = np.full(len(session.memcpy), np.nan)
-
-    def tasks_of(s: Session, t: pd.DataFrame, offset: int) -> None:
+    held: list[tuple[Any, Any, pd.DataFrame]] = []  # per device before the last: CTI columns, staged PMU, freq
+    last: tuple[Session, pd.DataFrame, int] | None = None
+    offset = 0
+    for i, s in enumerate([session] if parts is None else parts()):
+        t = db_tasks(s)
         if len(t):
             task_rows(con, session, t, sid, offset, created)
-
-    def infos_of(s: Session, t: pd.DataFrame, offset: int) -> None:
-        if len(t):
-            info_rows(con, session, t, sid, offset, created)
         if len(memcpy_gids):
             memcpy_ids(session.memcpy, t, offset, memcpy_gids)
-
-    def pmu_of(s: Session, t: pd.DataFrame, offset: int) -> None:
-        pmu_export.db_tables(con, s, t if len(t) else None, np.arange(offset, offset + len(t), dtype=np.int64),
-                             sid.one, freq=False, created=created)
         comm.append(s.communication)
-
-    def freq_of(s: Session, t: pd.DataFrame, offset: int) -> None:
-        pmu_export.db_tables(con, s, None, None, sid.one, pmu=False, created=created)
-
-    total = each(tasks_of)
-    each(infos_of)
-    memcpy_rows(con, session, memcpy_gids, total)
+        if i < count - 1:
+            rows = pmu_export.pmu_rows(s, t if len(t) else None, np.arange(offset, offset + len(t), dtype=np.int64))
+            held.append((info_columns(session, t, offset) if len(t) else None,
+                         pmu_export.stage_pmu(con, rows, i) if rows is not None else None, s.aicore_freq))
+        else:
+            last = (s, t, offset)
+        offset += len(t)
+        del s, t  # before the next device is read
+    for cols, _, _ in held:
+        insert_info(con, cols, sid, created)
+    if last is not None and len(last[1]):
+        info_rows(con, session, last[1], sid, last[2], created)
+    memcpy_rows(con, session, memcpy_gids, offset)
     # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
-    each(pmu_of)
-    each(freq_of)
+    for _, staged, _ in held:
+        if staged is not None:
+            pmu_export.unfold_pmu(con, staged, sid.one, created)
+    if last is not None:
+        s, t, first = last
+        pmu_export.db_tables(con, s, t if len(t) else None, np.arange(first, first + len(t), dtype=np.int64),
+                             sid.one, freq=False, created=created)
+    for _, _, freq in held:
+        pmu_export.freq_rows(con, freq, created)
+    if last is not None:
+        pmu_export.freq_rows(con, last[0].aicore_freq, created)
+    del held, last
     api_rows(con, session, sid)
     communication_rows(con, session.communication if parts is None else join_parts("communication", comm), sid)
     for name, rows in ENUM_TABLES.items():
@@ -147,11 +153,12 @@ class UnifiedDb:
             return []
         return [write_db(session, out_dir / f"msprof_{naming.timestamp or '0'}.db")]
 
-    def write_parts(self, host: Session, parts: Parts, out_dir: Path, naming: Naming) -> list[Path]:
+    def write_parts(self, host: Session, parts: Parts, count: int, out_dir: Path, naming: Naming,
+                    feed: Any = None) -> list[Path]:
         """The same file from the host tables and the device tables one device at a time."""
         if not device_ids(host) and len(host.api) == 0:
             return []
-        return [write_db(host, out_dir / f"msprof_{naming.timestamp or '0'}.db", parts)]
+        return [write_db(host, out_dir / f"msprof_{naming.timestamp or '0'}.db", parts, count, feed)]
 
 
 register(UnifiedDb())

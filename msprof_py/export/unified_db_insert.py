@@ -64,12 +64,54 @@ def insert_rows(con: sqlite3.Connection, name: str, rows: Any) -> None:
     con.executemany(f"INSERT INTO {name} VALUES ({','.join('?' * n)})", rows)
 
 
-INSERT_CHUNK = 65_536  # rows converted to Python ints at a time: bounds the memory of a big table
+INSERT_CHUNK = 8_192  # rows converted to Python ints at a time: bounds the memory of a big table (~6 MB for
+# COMPUTE_TASK_INFO's 17 columns; 65,536 rows were ~50 MB, held beside the text writers by the DB thread)
 
 
-def insert_cols(con: sqlite3.Connection, name: str, *cols: np.ndarray, created: set[str] | None = None) -> None:
+class Lookup:
+    """A column ``ids[codes]`` (code -1: the last id) made a slice at a time (:func:`insert_cols`)."""
+
+    def __init__(self, ids: np.ndarray, codes: np.ndarray) -> None:
+        self.ids, self.codes = ids, codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        c = self.codes[rows]
+        return self.ids[np.where(c < 0, np.int64(len(self.ids) - 1), c)]
+
+
+class Const:
+    """A column of ``n`` times ``value`` made a slice at a time (:func:`insert_cols`)."""
+
+    def __init__(self, value: int, n: int) -> None:
+        self.value, self.n = value, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        return np.full(len(range(*rows.indices(self.n))), self.value, np.int64)
+
+
+class Rows:
+    """A column of ``n`` rows computed a slice at a time: ``fn(slice)`` (``slice.start`` <= n)."""
+
+    def __init__(self, n: int, fn: Any) -> None:
+        self.n, self.fn = n, fn
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        return self.fn(slice(*rows.indices(self.n)))
+
+
+def insert_cols(con: sqlite3.Connection, name: str, *cols: Any, created: set[str] | None = None) -> None:
     """Create table ``name`` (when there are rows and it is not in ``created`` yet) and insert
-    int64 columns in chunks of rows."""
+    int64 columns (arrays, or :class:`Lookup` / :class:`Const` / :class:`Rows` made a chunk at a time) in chunks
+    of rows."""
     n = len(cols[0]) if cols else 0
     if n == 0:
         return

@@ -6,6 +6,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from msprof_py.export.unified_db_insert import Lookup
+
 
 class StringIds:
     """Interns strings; ids in first-seen order (deterministic for the same session)."""
@@ -20,18 +22,33 @@ class StringIds:
         """int64 ids of ``values`` (missing -> "N/A").  New strings are interned in the order the
         first version of this method used (a categorical's categories in their order, else the
         sorted distinct strings; then "N/A"), so the STRING_IDS table keeps its bytes."""
-        if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
-            cat = pd.Categorical(values)
-            codes = np.asarray(cat.codes, dtype=np.int64)
-            cats = [str(c) for c in cat.categories.tolist()]
-        else:
-            factored = _factor_str(values)
-            if factored is None:  # values that are not all strings: the general (slow) path
-                return self.column(pd.Categorical(pd.Series(values).astype(object)
-                                                  .where(pd.Series(values).notna(), "N/A").astype(str).to_numpy()))
-            codes, cats = _sorted_codes(*factored)
-        table_ids = np.array([self.one(c) for c in cats] + [self.one("N/A")], dtype=np.int64)
-        return table_ids[np.where(codes < 0, len(cats), codes)]
+        return self.intern(*factor(values))
+
+    def intern(self, codes: np.ndarray, cats: list[str]) -> np.ndarray:
+        """int64 ids of ``cats[codes]`` (code -1 -> "N/A"), ``cats`` then "N/A" interned in order
+        (:func:`factor` gives both without interning: what :meth:`column` interns, later)."""
+        return self.lookup(codes, cats)[:]
+
+    def lookup(self, codes: np.ndarray, cats: list[str]) -> Lookup:
+        """:meth:`intern` (the strings interned now), the ids made a slice at a time."""
+        return Lookup(np.array([self.one(c) for c in cats] + [self.one("N/A")], dtype=np.int64), codes)
+
+
+def factor(values: Any) -> tuple[np.ndarray, list[str]]:
+    """(codes, texts) of a string column as :meth:`StringIds.column` interns it: a
+    categorical's categories in their order, else the sorted distinct strings; code -1 =
+    missing ("N/A").  Codes in the smallest integer type that holds them (a DB written one
+    device at a time keeps them until the table's turn)."""
+    if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        cat = pd.Categorical(values)
+        codes, cats = np.asarray(cat.codes), [str(c) for c in cat.categories.tolist()]
+    else:
+        factored = _factor_str(values)
+        if factored is None:  # values that are not all strings: the general (slow) path
+            return factor(pd.Categorical(pd.Series(values).astype(object)
+                                         .where(pd.Series(values).notna(), "N/A").astype(str).to_numpy()))
+        codes, cats = _sorted_codes(*factored)
+    return codes.astype(np.min_scalar_type(-max(len(cats), 1)), copy=False), cats
 
 
 def _factor_str(values: Any) -> tuple[np.ndarray, list[str]] | None:

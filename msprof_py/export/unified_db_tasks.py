@@ -14,8 +14,8 @@ import pandas as pd
 
 from msprof_py.export.session_access import NA_ID
 from msprof_py.export.unified_db_enums import ENUM_TABLES
-from msprof_py.export.unified_db_insert import i64, insert_cols
-from msprof_py.export.unified_db_strings import StringIds
+from msprof_py.export.unified_db_insert import Const, Rows, i64, insert_cols
+from msprof_py.export.unified_db_strings import StringIds, factor
 from msprof_py.export.views import as_cat, ascend_task_types, info_names, info_types, is_level0, op_info
 from msprof_py.parse.session import Session
 
@@ -35,10 +35,14 @@ def db_tasks(session: Session) -> pd.DataFrame:
     begin = pd.Series(i64(dv["collection_start_ns"]), index=i64(dv["device_id"])) if len(dv) else pd.Series([])
     begin = begin[~begin.index.duplicated()]
     dev_begin = pd.Series(dev).map(begin).fillna(-1).to_numpy(np.int64)
-    t = t[(start >= 0) & (end >= dev_begin)]
+    keep = (start >= 0) & (end >= dev_begin)
+    if not keep.all():
+        t = t[keep]
     order = np.lexsort((t["stream_id"].to_numpy(np.int64), t["start_ns"].to_numpy(np.int64),
                         t["device_id"].to_numpy(np.int64)))
-    return t.iloc[order]
+    # the table itself when it is in that order already (as parsed): no copy of every column,
+    # which the DB thread would hold beside the text writers
+    return t if bool((order == np.arange(len(order))).all()) else t.iloc[order]
 
 
 def parent_rows(t: pd.DataFrame) -> np.ndarray:
@@ -68,37 +72,66 @@ def task_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: S
                created: set[str]) -> None:
     """TASK: every row of ``t`` (globalTaskId from ``offset``)."""
     n = len(t)
-    gid = np.arange(offset, offset + n, dtype=np.int64)
     start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
     dev = i64(t["device_id"])
-    insert_cols(con, "TASK", start, start + dur, dev, i64(t["connection_id"]), gid,
-                 np.full(n, host_pid(session), np.int64), sid.column(ascend_task_types(t)),
+    # computed columns made a chunk of rows at a time (the DB thread works beside the text writers)
+    insert_cols(con, "TASK", start, Rows(n, lambda r: start[r] + dur[r]), dev, i64(t["connection_id"]),
+                 Rows(n, lambda r: np.arange(offset + r.start, offset + min(r.stop, n), dtype=np.int64)),
+                 Const(host_pid(session), n), sid.lookup(*factor(ascend_task_types(t))),
                  i64(t["context_id"]), i64(t["stream_id"]), i64(t["task_id"]), i64(t["model_id"]),
                  created=created)
+
+
+Column = Any  # an int64 array, a factored string column (codes, texts) or one text for every row
+INFO_COLUMNS = ["op_name", "op_type", "task_type", "host_task_type", "device_task_type", "kernel_name", "block_num",
+                "mix_block_num", "input_formats", "input_data_types", "input_shapes", "output_formats",
+                "output_data_types", "output_shapes", "op_state", "hf32_eligible"]
 
 
 def info_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: StringIds, offset: int,
                created: set[str]) -> None:
     """COMPUTE_TASK_INFO: the rows of ``t`` msprof has a TaskInfo for."""
-    gid = np.arange(offset, offset + len(t), dtype=np.int64)
+    insert_info(con, info_columns(session, t, offset), sid, created)
+
+
+def info_columns(session: Session, t: pd.DataFrame, offset: int) -> list[Column] | None:
+    """COMPUTE_TASK_INFO's columns for the rows of ``t`` msprof has a TaskInfo for (None: no
+    row), strings factored but not interned yet (:func:`insert_info` interns them in the order
+    the table's turn gives: a DB written one device at a time keeps these until then)."""
     has_info = op_info(t) & ~parent_rows(t)
-    c = t[has_info]
-    if not len(c):
-        return
-    m = len(c)
+    if not has_info.any():
+        return None
+    # the rows with a TaskInfo, only the columns read here (a copy of every column was as big as
+    # the task table, held beside the text writers by the DB thread); all rows: the table itself
+    c = t if has_info.all() else t[[col for col in INFO_COLUMNS if col in t.columns]][has_info]
     op_type, task_type = info_types(c, is_level0(session))
-    na = np.full(m, sid.one("N/A"), np.int64)
-    insert_cols(
-        con, "COMPUTE_TASK_INFO",
-        sid.column(info_names(c)), gid[has_info], i64(c["block_num"]), i64(c["mix_block_num"]),
-        sid.column(task_type), sid.column(op_type), sid.column(as_cat(c["input_formats"])),
-        sid.column(as_cat(c["input_data_types"])), sid.column(quoted_shapes(c["input_shapes"])),
-        sid.column(as_cat(c["output_formats"])), sid.column(as_cat(c["output_data_types"])),
-        sid.column(quoted_shapes(c["output_shapes"])),
-        # attrInfo: the hash dictionary's text of the op's node_attr_info hash id; msprof's
-        # ComputeTaskInfoProcessor leaves "" when there is none (we do not decode node_attr_info)
-        np.full(m, sid.one(""), np.int64),
-        sid.column(as_cat(c["op_state"])), sid.column(as_cat(c["hf32_eligible"])), na, na, created=created)
+    gid = np.flatnonzero(has_info) + np.int64(offset)
+    return [factor(info_names(c)), gid, i64(c["block_num"]), i64(c["mix_block_num"]),
+            factor(task_type), factor(op_type), factor(as_cat(c["input_formats"])),
+            factor(as_cat(c["input_data_types"])), factor(quoted_shapes(c["input_shapes"])),
+            factor(as_cat(c["output_formats"])), factor(as_cat(c["output_data_types"])),
+            factor(quoted_shapes(c["output_shapes"])),
+            # attrInfo: the hash dictionary's text of the op's node_attr_info hash id; msprof's
+            # ComputeTaskInfoProcessor leaves "" when there is none (we do not decode node_attr_info)
+            "", factor(as_cat(c["op_state"])), factor(as_cat(c["hf32_eligible"])), "N/A", "N/A"]
+
+
+def insert_info(con: sqlite3.Connection, cols: list[Column] | None, sid: StringIds, created: set[str]) -> None:
+    """Insert :func:`info_columns`' rows: "N/A" interned first, then each column's strings in
+    column order (the STRING_IDS order of msprof_py's first version of this table)."""
+    if cols is None:
+        return
+    m = len(cols[1])
+    sid.one("N/A")
+
+    def ids(col: Column) -> Any:  # made a chunk of rows at a time by insert_cols
+        if isinstance(col, str):
+            return Const(sid.one(col), m)
+        if isinstance(col, tuple):
+            return sid.lookup(*col)
+        return col
+
+    insert_cols(con, "COMPUTE_TASK_INFO", *[ids(col) for col in cols], created=created)
 
 
 MEMCPY_KEY = ["device_id", "stream_id", "task_id", "batch_id"]

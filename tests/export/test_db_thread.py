@@ -1,0 +1,148 @@
+"""The unified DB written on a thread beside the text writers (export.db_thread): the same bytes
+as the DB written after them, its errors are the same one-line errors, an interrupted export
+stops it and leaves no temporary file; string ids made a chunk at a time equal the whole column's."""
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from msprof_py import atomic
+from msprof_py.cli import cli
+from msprof_py.export import ExportOptions, db_thread, export, unified_db
+from msprof_py.export.unified_db_insert import Const, Lookup
+from msprof_py.export.unified_db_strings import StringIds, factor
+
+from .test_streamed_export import _outputs
+
+
+@pytest.fixture(scope="module")
+def two_devices(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from msprof_py.collect import collect
+
+    res = collect("resnet50", output=tmp_path_factory.mktemp("c2"), devices=2, iterations=1, seed=5,
+                  fixed_clock=True)
+    return res.prof_dir
+
+
+def _copy(src: Path, where: Path) -> Path:
+    return Path(shutil.copytree(src, where / src.name))
+
+
+def _leftovers(root: Path) -> list[str]:
+    return [p.name for p in root.rglob("*") if atomic.TMP_RE.match(p.name) or atomic.SCRATCH_RE.match(p.name)]
+
+
+def _db_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "msprof-py-db"]
+
+
+def test_db_on_the_thread_equals_the_db_after_the_text(two_devices: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[int] = []
+    real = db_thread.DbThread.__init__
+
+    def spy(self, write, count):  # type: ignore[no-untyped-def]
+        started.append(count)
+        real(self, write, count)
+
+    monkeypatch.setattr(db_thread.DbThread, "__init__", spy)
+    prof = _copy(two_devices, tmp_path / "t")
+    export(prof, ExportOptions())
+    assert started == [2]  # the thread ran, fed both devices
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    after = _copy(two_devices, tmp_path / "s")
+    export(after, ExportOptions())
+    assert started == [2]
+    assert _outputs(prof) == _outputs(after) and any(k.endswith(".db") for k in _outputs(prof))
+    assert not _db_threads()
+
+
+@pytest.mark.parametrize("thread", ["1", "0"])
+def test_db_error_on_the_thread_is_the_same_one_line_error(two_devices: Path, tmp_path: Path, thread: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*a, **k):  # type: ignore[no-untyped-def]
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(unified_db, "_fill", full)
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", thread)
+    prof = _copy(two_devices, tmp_path)
+    res = CliRunner().invoke(cli, ["export", "--output", str(prof)])
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("msprof-py: error:")]
+    assert res.exit_code != 0 and len(errors) == 1, res.output
+    assert "no space left on device" in errors[0] and ".db" in errors[0]
+    assert _leftovers(prof) == [] and not list(prof.glob("*.db"))
+    assert (prof / "mindstudio_profiler_output" / "op_summary_1.csv").exists()  # the text files came first
+    assert not _db_threads()
+
+
+def test_interrupted_export_stops_the_db_thread(two_devices: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from msprof_py.export import rows
+
+    real = rows.RowBuilder.chunks
+    calls = []
+
+    def dying(self, chunk_rows=rows.CHUNK_ROWS):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) > 12:  # well into the export: the DB thread has device 0 (or more)
+            raise KeyboardInterrupt
+        yield from real(self, chunk_rows)
+
+    monkeypatch.setattr(rows.RowBuilder, "chunks", dying)
+    prof = _copy(two_devices, tmp_path)
+    r = CliRunner().invoke(cli, ["export", "--output", str(prof)])
+    assert r.exit_code == 130, r.output
+    assert _leftovers(prof) == [] and not list(prof.glob("*.db"))
+    assert not _db_threads()
+
+
+def test_stop_interrupts_a_running_statement_and_a_waiting_feed(tmp_path: Path) -> None:
+    def long_statement(feed: db_thread.DbFeed) -> None:
+        con = sqlite3.connect(tmp_path / "x.db")
+        feed.attach(con)
+        try:
+            con.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c")
+        finally:
+            feed.detach()
+            con.close()
+
+    t0 = time.monotonic()
+    th = db_thread.DbThread(long_statement, 1)
+    time.sleep(0.2)
+    th.stop()
+    assert time.monotonic() - t0 < 10 and isinstance(th.error, sqlite3.OperationalError)
+
+    waiting = db_thread.DbThread(lambda feed: list(feed.sessions()), 2)
+    waiting.stop()
+    assert isinstance(waiting.error, db_thread.Cancelled)
+
+
+@pytest.mark.parametrize("n", [1, 127, 128, 129, 300])
+def test_factored_ids_made_a_chunk_at_a_time_equal_the_column(n: int) -> None:
+    rng = np.random.default_rng(n)
+    texts = [f"s{i:04d}" for i in range(n)]
+    values = pd.Series(rng.choice(texts + [None], size=1000), dtype=object)  # missing -> N/A
+    for col in (values, pd.Categorical(values), pd.Categorical(values.dropna(), categories=texts[::-1])):
+        a, b = StringIds(), StringIds()
+        for s in ("x", "s0003"):
+            a.one(s)
+            b.one(s)
+        whole = a.column(col)
+        look = b.lookup(*factor(col))
+        chunks = np.concatenate([look[lo:lo + 77] for lo in range(0, len(look), 77)])
+        assert np.array_equal(whole, chunks) and a.ids == b.ids
+
+
+def test_const_column_slices() -> None:
+    c = Const(7, 10)
+    assert len(c) == 10 and c[8:20].tolist() == [7, 7] and c[0:3].dtype == np.int64
+    lk = Lookup(np.array([5, 6, 9]), np.array([0, -1, 1], np.int8))
+    assert lk[0:3].tolist() == [5, 9, 6]
