@@ -61,10 +61,14 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
     z = np.zeros(0, np.int64)
     first = z
     if n:
-        pcode = pd.factorize(pid)[0].astype(np.int64)
         tcode = pd.factorize(tid)[0].astype(np.int64)
-        thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
-        del pcode, tcode
+        if pid.min() == pid.max():  # one process: the tid codes are the thread codes (same order)
+            thread = tcode
+        else:
+            pcode = pd.factorize(pid)[0].astype(np.int64)
+            thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
+            del pcode
+        del tcode
         idx = _order(thread, start, end)
         s, e, group = start[idx], end[idx], thread[idx]
         depth = 0
