@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import msprof_py
 from msprof_py.analyse.advise import RULES, run_rules
-from msprof_py.analyse.advise.base import memo, shared_views, text_in, texts_of
+from msprof_py.analyse.advise.base import memo, shared_views, text_in, texts_of, top, us
 from msprof_py.analyse.advise.pmu import KEY, pmu_rows
 from msprof_py.analyse.advise.schedule import CAUSES, gap_parts, idle_gaps
 
@@ -88,3 +88,11 @@ def test_pmu_rows_is_the_left_join(tasks, rows, sort) -> None:
     hit, idx = pmu_rows(t, pmu)
     want_hit, want_idx = _merge_rows(t, pmu)
     assert hit.tolist() == want_hit.tolist() and idx.tolist() == want_idx.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.integers(0, 60), min_size=0, max_size=120), n=st.integers(1, 12))
+def test_top_is_the_sorted_head(values, n) -> None:
+    s = pd.Series(np.array(values, np.int64), index=np.arange(len(values), dtype=np.int64) * 7 + 3)
+    head = s.sort_values(ascending=False).head(n)
+    assert top(s, n) == ([str(i) for i in head.index], [us(v) for v in head.to_numpy()])

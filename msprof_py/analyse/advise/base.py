@@ -256,6 +256,13 @@ def device_ids(session: Any) -> list[int]:
 
 
 def top(series: pd.Series, n: int = 10) -> tuple[list[str], list[float]]:
-    """Largest ``n`` values of a ns-valued series as (labels, us values) for a plot."""
+    """Largest ``n`` values of a ns-valued series as (labels, us values) for a plot (those of
+    ``series.sort_values(ascending=False).head(n)``)."""
+    v = series.to_numpy()
+    if len(v) > 4 * n and v.dtype.kind in "iu":  # e.g. a million idle gaps: select, do not sort them all
+        part = np.argpartition(v, len(v) - n - 1)[len(v) - n - 1:]  # the n + 1 largest
+        part = part[np.argsort(v[part], kind="stable")[::-1]]
+        if (v[part][:-1] > v[part][1:]).all():  # distinct, the n-th above the rest: the order of any sort
+            return [str(i) for i in series.index[part[:n]]], [us(x) for x in v[part[:n]]]
     s = series.sort_values(ascending=False).head(n)
     return [str(i) for i in s.index], [us(v) for v in s.to_numpy()]
