@@ -110,12 +110,14 @@ def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None,
             rows = pmu_export.pmu_rows(s, t if len(t) else None, np.arange(offset, offset + len(t), dtype=np.int64))
             held.append((info_columns(session, t, offset) if len(t) else None,
                          pmu_export.stage_pmu(con, rows, i) if rows is not None else None, s.aicore_freq))
+            del rows  # views of the device's pmu table: they would keep all of it
         else:
             last = (s, t, offset)
         offset += len(t)
         del s, t  # before the next device is read
-    for cols, _, _ in held:
+    for k, (cols, staged, freq) in enumerate(held):
         insert_info(con, cols, sid, created)
+        held[k] = (None, staged, freq)  # its columns freed as soon as they are in
     if last is not None and len(last[1]):
         info_rows(con, session, last[1], sid, last[2], created)
     memcpy_rows(con, session, memcpy_gids, offset)
