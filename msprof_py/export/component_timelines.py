@@ -30,7 +30,7 @@ import pandas as pd
 
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, api_of_device, of_device
-from msprof_py.export.legacy_summaries import COMPONENTS, dynamic_launches
+from msprof_py.export.legacy_summaries import COMPONENTS, dynamic_launches, has_dynamic_launches
 from msprof_py.export.timeline_layers import cann_layer, communication_layer, hardware_layer, i64, step_trace_slices
 from msprof_py.export.timeline_model import Timeline
 from msprof_py.export.timeline_write import write_timeline
@@ -83,8 +83,8 @@ class ComponentTimeline:
             cann_layer(session, dev, tl, _api_levels(session, dev, ("model", "node")))
             _rename_cann(tl, 0, "GE")
         elif n == "thread_group":
-            if len(dynamic_launches(session, dev)):
-                cann_layer(session, dev, tl)  # the same layer as in msprof_*.json (rendered once)
+            if has_dynamic_launches(session, dev):
+                cann_layer(session, dev, tl, replay=ctx)  # msprof_*.json's layer: its bytes are copied
         elif n == "ge_op_execute":
             launches = dynamic_launches(session, dev)
             if len(launches):

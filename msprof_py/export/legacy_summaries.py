@@ -86,6 +86,16 @@ class AiStackTime:
         return [write_table(stem(out_dir, naming, self.name), AI_STACK_HEADER, cols, naming.summary_format)]
 
 
+def has_dynamic_launches(session: Session, device_id: int) -> bool:
+    """Whether :func:`dynamic_launches` has rows (without making them)."""
+    api = api_of_device(session, device_id)
+    t = of_device(session.tasks, device_id)
+    if len(api) == 0 or len(t) == 0:
+        return False
+    conn = pd.unique(i64(t["connection_id"])[is_in(t["op_state"], ["dynamic"])])
+    return len(conn) > 0 and bool((is_in(api["level"], ["node"]) & np.isin(i64(api["connection_id"]), conn)).any())
+
+
 def dynamic_launches(session: Session, device_id: int) -> pd.DataFrame:
     """Node-level launches of this device whose device task ran a dynamic-shape op."""
     api = api_of_device(session, device_id)

@@ -41,9 +41,12 @@ def device_pid(session: Session, device_id: int) -> int:
 
 
 
-def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame | None = None) -> pd.DataFrame:
+def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame | None = None,
+               replay: ExportContext | None = None) -> pd.DataFrame:
     """CANN API slices of the host threads that belong to this device (or of ``api`` rows
-    chosen by the caller); returns those API rows."""
+    chosen by the caller); returns those API rows.  ``replay``: an export whose earlier file
+    rendered this device's layer (``ctx.rendered``): the layer is then only described (its
+    processes, threads and size) and its bytes are copied, not rebuilt."""
     key = ("cann", device_id) if api is None else None
     if api is None:
         api = api_of_device(session, device_id)
@@ -56,6 +59,14 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
     cann_sort = layer_sorts(session).cann
     fpid = (host_pid << 10) | (cann_sort << 5) | HOST_DEVICE
     tid = i64(api["thread_id"])
+    for p in sorted(pd.unique(fpid).tolist()):
+        tl.meta.process(int(p), "CANN", "CPU", cann_sort)
+    threads = pd.DataFrame({"p": fpid, "t": tid}).drop_duplicates().sort_values(["p", "t"])
+    for p, t in zip(threads["p"].tolist(), threads["t"].tolist()):
+        tl.meta.thread(int(p), int(t), f"Thread {t}", int(t))
+    if key is not None and replay is not None and replay.scratch is not None and key in replay.rendered:
+        tl.slices.append(RenderedSlices(key, len(api)))
+        return api
     # "{Level}@{name}" per distinct (level, name) pair, not per row
     lvl, nm = as_cat(api["level"]), api_names(api)
     pair, first = pd.factorize(lvl.codes.astype(np.int64) * len(nm.categories) + nm.codes)
@@ -64,11 +75,6 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
     texts = [f"{LEVEL_NAMES.get(str(lvl.categories[a]), 'Api')}@{nm.categories[b]}" for a, b in zip(lvl_c, nm_c)]
     names = pd.Categorical.from_codes(pair, categories=pd.Index(texts, dtype=object)) if len(set(texts)) == len(texts) \
         else pd.Categorical(np.asarray(texts, dtype=object)[pair])
-    for p in sorted(pd.unique(fpid).tolist()):
-        tl.meta.process(int(p), "CANN", "CPU", cann_sort)
-    threads = pd.DataFrame({"p": fpid, "t": tid}).drop_duplicates().sort_values(["p", "t"])
-    for p, t in zip(threads["p"].tolist(), threads["t"].tolist()):
-        tl.meta.thread(int(p), int(t), f"Thread {t}", int(t))
     tl.slices.append(Slices(
         name=names, pid=fpid, tid=tid, start_ns=i64(api["start_ns"]),
         dur_ns=i64(api["end_ns"]) - i64(api["start_ns"]), label="CANN API", cache_key=key,

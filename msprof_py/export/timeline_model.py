@@ -178,9 +178,12 @@ def _thread_groups(live: list[Slices]) -> list[list[int]]:
     for k, s in enumerate(live):
         pid = np.asarray(s.pid, np.int64)
         tid = np.asarray(s.tid, np.int64)
-        pairs = pd.DataFrame({"p": pid, "t": tid}).drop_duplicates() if len(pid) > 1 else \
-            pd.DataFrame({"p": pid, "t": tid})
-        for thread in zip(pairs["p"].tolist(), pairs["t"].tolist()):
+        if pid.min() == pid.max():  # one process (the usual layer): its distinct tids
+            threads = [(int(pid[0]), t) for t in pd.unique(tid).tolist()]
+        else:
+            pairs = pd.DataFrame({"p": pid, "t": tid}).drop_duplicates()
+            threads = list(zip(pairs["p"].tolist(), pairs["t"].tolist()))
+        for thread in threads:
             other = owner.setdefault(thread, k)
             a, b = find(other), find(k)
             if a != b:

@@ -57,6 +57,13 @@ def cat_isin(c: pd.Categorical, values: Any) -> np.ndarray:
 def is_in(col: Any, values: Any) -> np.ndarray:
     """Rows of a text column (categorical or not; missing = "N/A") whose text is one of
     ``values``: compared per category, not per row."""
+    if isinstance(col, pd.Categorical) or isinstance(getattr(col, "dtype", None), pd.CategoricalDtype):
+        c = col if isinstance(col, pd.Categorical) else col.array
+        values = list(values)
+        # one flag per category (its text), the last for missing values (code -1 picks it)
+        hit = np.append(np.isin(np.array([str(x) for x in c.categories.tolist()], dtype=object), values),
+                        "N/A" in values)
+        return hit[c.codes]
     return cat_isin(as_cat(col), values)
 
 

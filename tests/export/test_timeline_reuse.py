@@ -110,3 +110,31 @@ def test_a_layer_is_copied_from_the_file_that_wrote_it_even_as_its_last_event(tm
         alone = write_timeline(Timeline(slices=fresh), tmp_path / "c.json", ExportContext(), "test")
         assert copied.read_bytes() == alone.read_bytes()
         json.loads(copied.read_bytes())
+
+
+def test_thread_group_copies_the_cann_layer_msprof_json_rendered(tmp_path: Path) -> None:
+    """thread_group_{dev}.json after msprof_{dev}.json describes the CANN layer without building
+    it (a RenderedSlices) and has the bytes it has when built on its own; without dynamic-shape
+    ops there is no file, as before."""
+    from msprof_py.export.legacy_summaries import dynamic_launches, has_dynamic_launches
+    from msprof_py.export.timeline_model import RenderedSlices
+
+    for every in (3, 0):
+        s = make_session(ops=9, iterations=3, devices=2, dynamic_every=every)
+        shared, alone = tmp_path / f"shared{every}", tmp_path / f"alone{every}"
+        shared.mkdir()
+        alone.mkdir()
+        (tmp_path / f"c{every}").mkdir()
+        ctx = _ctx(tmp_path / f"c{every}")
+        for dev in (0, 1):
+            assert has_dynamic_launches(s, dev) == (len(dynamic_launches(s, dev)) > 0) == bool(every)
+            for key in ("timeline:msprof", "timeline:thread_group"):
+                REGISTRY[key].write(s, shared, Naming(dev), ctx)
+            REGISTRY["timeline:thread_group"].write(s, alone, Naming(dev), ExportContext())
+            if every:
+                assert (shared / f"thread_group_{dev}.json").read_bytes() == \
+                    (alone / f"thread_group_{dev}.json").read_bytes()
+                tl = REGISTRY["timeline:thread_group"].build(s, dev, ctx)
+                assert tl.slices and all(isinstance(x, RenderedSlices) for x in tl.slices)
+        assert sorted(p.name for p in alone.iterdir()) == (["thread_group_0.json", "thread_group_1.json"]
+                                                           if every else [])

@@ -133,21 +133,23 @@ def span_ns(session: Any, dev: int) -> int:
 def _gap_finding(session: Any, cause: str) -> list[Finding]:
     out = []
     for dev in sorted(int(d) for d in device_tasks(session)["device_id"].unique()):
-        g = gap_parts(session, dev).frame(cause)
+        gp = gap_parts(session, dev)
+        pick = gp.cause == CAUSES.index(cause)
+        g0, dur = gp.start_ns[pick], gp.end_ns[pick] - gp.start_ns[pick]  # the gaps of this cause
         span = span_ns(session, dev)
-        lost = int(g["dur_ns"].sum())
+        lost = int(dur.sum())
         if not span or lost < MIN_SHARE * span:
             continue
-        per_iter = g.groupby("iter_id")["dur_ns"].sum()
+        per_iter = pd.Series(dur).groupby(gp.iter_id[pick]).sum()
         labels, vals = (list(map(str, per_iter.index)), [us(v) for v in per_iter]) if len(per_iter) > 1 else \
-            top(g.set_index("start_ns")["dur_ns"], 20)  # (labels: str of the 20 starts, not of every gap's)
-        ev = {"gaps": int(len(g)), "idle_us": us(lost), "span_us": us(span), "share": round(lost / span, 4),
-              "largest_gaps_us": [us(v) for v in g["dur_ns"].nlargest(5)],
+            top(pd.Series(dur, index=g0), 20)  # (labels: str of the 20 starts, not of every gap's)
+        ev = {"gaps": len(dur), "idle_us": us(lost), "span_us": us(span), "share": round(lost / span, 4),
+              "largest_gaps_us": [us(v) for v in pd.Series(dur).nlargest(5)],
               "per_iteration_us": {int(k): us(v) for k, v in per_iter.items()}}
         if cause == "launch":
             out.append(Finding(
                 "host_bound", SCHEDULE, dev,
-                f"Host-bound launch: the device sat idle waiting for the host to launch work {len(g)} times "
+                f"Host-bound launch: the device sat idle waiting for the host to launch work {len(dur)} times "
                 f"({100 * lost / span:.1f}% of the iteration time)",
                 "Launch faster than the device runs: move host work (data preparation, Python) off the launch "
                 "thread, use a static graph / graph mode, fuse small ops, or launch ahead.",
@@ -160,7 +162,7 @@ def _gap_finding(session: Any, cause: str) -> list[Finding]:
             out.append(Finding(
                 "sync_hot_path", SCHEDULE, dev,
                 f"Synchronisation on the hot path: {len(calls)} aclrtSynchronize* call(s) inside iterations "
-                f"left the device idle {len(g)} times ({100 * lost / span:.1f}% of the iteration time)",
+                f"left the device idle {len(dur)} times ({100 * lost / span:.1f}% of the iteration time)",
                 "Remove the synchronisations the host does not need at once (between launches, a per-step "
                 "result read): order streams with events (aclrtRecordEvent / aclrtStreamWaitEvent), fetch "
                 "results with async copies and read them a step later, so the host launches ahead.",
