@@ -38,6 +38,7 @@ from msprof_py.export.unified_db_insert import insert_rows
 from msprof_py.export.unified_db_strings import StringIds
 from msprof_py.export.unified_db_tasks import (db_tasks, info_columns, info_rows, insert_info, memcpy_ids,
                                                 memcpy_rows, task_rows)
+from msprof_py.memory import trim
 from msprof_py.parse.build import join_parts
 from msprof_py.parse.session import Session
 
@@ -110,15 +111,19 @@ def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None,
             rows = pmu_export.pmu_rows(s, t if len(t) else None, np.arange(offset, offset + len(t), dtype=np.int64))
             held.append((info_columns(session, t, offset) if len(t) else None,
                          pmu_export.stage_pmu(con, rows, i) if rows is not None else None, s.aicore_freq))
+            del rows  # views of the device's pmu table: they would keep all of it
         else:
             last = (s, t, offset)
         offset += len(t)
         del s, t  # before the next device is read
-    for cols, _, _ in held:
+        trim()
+    for k, (cols, staged, freq) in enumerate(held):
         insert_info(con, cols, sid, created)
+        held[k] = (None, staged, freq)  # its columns freed as soon as they are in
     if last is not None and len(last[1]):
         info_rows(con, session, last[1], sid, last[2], created)
     memcpy_rows(con, session, memcpy_gids, offset)
+    trim()
     # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
     for _, staged, _ in held:
         if staged is not None:
@@ -132,6 +137,7 @@ def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None,
     if last is not None:
         pmu_export.freq_rows(con, last[0].aicore_freq, created)
     del held, last
+    trim()
     api_rows(con, session, sid)
     communication_rows(con, session.communication if parts is None else join_parts("communication", comm), sid)
     for name, rows in ENUM_TABLES.items():

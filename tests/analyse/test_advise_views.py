@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import msprof_py
 from msprof_py.analyse.advise import RULES, run_rules
-from msprof_py.analyse.advise.base import memo, shared_views, text_in, texts_of, top, us
+from msprof_py.analyse.advise.base import memo, merge_intervals, overlap_ns, shared_views, text_in, texts_of, top, us
 from msprof_py.analyse.advise.pmu import KEY, pmu_rows
 from msprof_py.analyse.advise.schedule import CAUSES, gap_parts, idle_gaps
 
@@ -96,3 +96,43 @@ def test_top_is_the_sorted_head(values, n) -> None:
     s = pd.Series(np.array(values, np.int64), index=np.arange(len(values), dtype=np.int64) * 7 + 3)
     head = s.sort_values(ascending=False).head(n)
     assert top(s, n) == ([str(i) for i in head.index], [us(v) for v in head.to_numpy()])
+
+
+def _merge_ref(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """merge_intervals as it was (argsort, reduceat)."""
+    if len(start) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    o = np.argsort(start, kind="stable")
+    s, e = np.asarray(start, np.int64)[o], np.asarray(end, np.int64)[o]
+    run_end = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > run_end[:-1]]
+    idx = np.flatnonzero(new)
+    return s[idx], np.maximum.reduceat(e, idx)
+
+
+def _overlap_ref(a0, a1, b0, b1) -> int:
+    a0, a1 = _merge_ref(a0, a1)
+    b0, b1 = _merge_ref(b0, b1)
+    if not len(a0) or not len(b0):
+        return 0
+    lo, hi = np.searchsorted(b1, a0, side="right"), np.searchsorted(b0, a1, side="left")
+    total = 0
+    for i in np.flatnonzero(hi > lo):  # overlap_ns as it was: a loop per a-interval
+        j = slice(lo[i], hi[i])
+        total += int(np.clip(np.minimum(b1[j], a1[i]) - np.maximum(b0[j], a0[i]), 0, None).sum())
+    return total
+
+
+INTERVALS = st.lists(st.tuples(st.integers(0, 40), st.integers(-3, 12)), max_size=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=INTERVALS, b=INTERVALS, sort=st.booleans())
+def test_merge_and_overlap_equal_the_plain_forms(a, b, sort) -> None:
+    if sort:
+        a = sorted(a)
+    a0, a1 = (np.array([s for s, _ in a], np.int64), np.array([s + d for s, d in a], np.int64))
+    b0, b1 = (np.array([s for s, _ in b], np.int64), np.array([s + d for s, d in b], np.int64))
+    for got, want in zip(merge_intervals(a0, a1), _merge_ref(a0, a1)):
+        assert got.tolist() == want.tolist()
+    assert overlap_ns(a0, a1, b0, b1) == _overlap_ref(a0, a1, b0, b1)

@@ -173,13 +173,17 @@ def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.
     """Union of ``[start, end)`` intervals: sorted, disjoint ``(starts, ends)``."""
     if len(start) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    o = np.argsort(start, kind="stable")
-    s, e = np.asarray(start, np.int64)[o], np.asarray(end, np.int64)[o]
+    s, e = np.asarray(start, np.int64), np.asarray(end, np.int64)
+    if not (s[1:] >= s[:-1]).all():  # (callers often pass sorted starts: then no sort, no copy)
+        o = np.argsort(s, kind="stable")
+        s, e = s[o], e[o]
     run_end = np.maximum.accumulate(e)
     new = np.empty(len(s), bool)
     new[0] = True
     new[1:] = s[1:] > run_end[:-1]
     idx = np.flatnonzero(new)
+    if (e >= s).all():  # a union's end is the running end at its last interval (no reduceat)
+        return s[idx], run_end[np.append(idx[1:] - 1, len(s) - 1)]
     return s[idx], np.maximum.reduceat(e, idx)
 
 
@@ -198,11 +202,13 @@ def overlap_ns(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_en
     # every a-interval against the b-intervals it can touch (both sorted and disjoint)
     lo = np.searchsorted(b1, a0, side="right")
     hi = np.searchsorted(b0, a1, side="left")
-    total = 0
-    for i in np.flatnonzero(hi > lo):  # per a-interval; b-ranges are short
-        j = slice(lo[i], hi[i])
-        total += int(np.clip(np.minimum(b1[j], a1[i]) - np.maximum(b0[j], a0[i]), 0, None).sum())
-    return total
+    i = np.flatnonzero(hi > lo)
+    n = (hi - lo)[i]  # the b-intervals each a-interval can touch: few (both sets disjoint)
+    pi = np.repeat(i, n)  # every (a, b) pair, as a pass over the pairs
+    first = np.cumsum(n) - n  # each a-interval's first pair
+    pj = np.repeat(lo[i], n) + np.arange(int(n.sum())) - np.repeat(first, n)
+    pair = np.clip(np.minimum(b1[pj], a1[pi]) - np.maximum(b0[pj], a0[pi]), 0, None)
+    return sum(np.add.reduceat(pair, first).tolist()) if len(pair) else 0  # per a-interval, then as ints
 
 
 def windows(session: Any, device_id: int) -> pd.DataFrame:
