@@ -9,7 +9,7 @@ from msprof_py.export import intervals
 from msprof_py.export.timeline_layers import DeviceTasks, device_pid, i64, layer_sorts
 from msprof_py.export.timeline_model import Timeline
 from msprof_py.export.trace_events import HOST_DEVICE, Flows, LayerSorts, Slices, format_pid
-from msprof_py.export.views import (as_cat, cat_isin, cpp_export, legacy_layout, npu_label, op_info,
+from msprof_py.export.views import (as_cat, cat_isin, cpp_export, is_in, legacy_layout, npu_label, op_info,
                                     task_types)
 from msprof_py.parse.session import Session
 
@@ -94,16 +94,15 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
     of ``tasks`` when the caller has it."""
     if len(api) == 0:
         return None
-    lv = api["level"].astype(object).astype(str).to_numpy()
-    nm = api["name"].astype(object).astype(str).to_numpy()
     conn_all = i64(api["connection_id"])
     memcpy_conn = i64(tasks.loc[cat_isin(as_cat(tasks["host_task_type"]), ["MEMCPY_ASYNC"]), "connection_id"]) \
         if len(tasks) else np.array([], np.int64)
-    event_api = np.isin(nm, ACL_EVENT_APIS)
-    src = api[np.isin(lv, ["node", "communication", "hccl"]) | event_api | np.isin(conn_all, memcpy_conn)]
-    if len(src) == 0:
+    # texts compared per category, the starts' columns taken as arrays (no copy of the API rows)
+    event_api = is_in(api["name"], ACL_EVENT_APIS)
+    src = is_in(api["level"], ["node", "communication", "hccl"]) | event_api | np.isin(conn_all, memcpy_conn)
+    if not src.any():
         return None
-    src_conn = i64(src["connection_id"])
+    src_conn = conn_all[src]
     ends = []
     if len(tasks):
         tconn = i64(tasks["connection_id"])
@@ -121,8 +120,8 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
         return None
     e = pd.concat(ends, ignore_index=True)
     e = e[e["conn"] >= 0].sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
-    s = pd.DataFrame({"conn": src_conn, "pid": (i64(src["pid"]) << 10) | (cann_sort << 5) | HOST_DEVICE,
-                      "tid": i64(src["thread_id"]), "ns": i64(src["start_ns"])})
+    s = pd.DataFrame({"conn": src_conn, "pid": (i64(api["pid"])[src] << 10) | (cann_sort << 5) | HOST_DEVICE,
+                      "tid": i64(api["thread_id"])[src], "ns": i64(api["start_ns"])[src]})
     s = s.sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
     pair = s.merge(e, on="conn", suffixes=("_s", "_f"))
     pair["slice_ns"] = pair["ns_s"]

@@ -84,9 +84,10 @@ def api_names(api: pd.DataFrame) -> pd.Categorical:
 def api_ids(api: pd.DataFrame) -> pd.Categorical:
     """The timeline's ``id`` arg: the API name for AscendCL calls, ``0`` for every other level
     (msprof C++ ApiEventDBDumper, its Python path too)."""
-    lvl = as_cat(api["level"])
-    zero = pd.Categorical.from_codes(np.zeros(len(api), np.int64), categories=pd.Index(["0"], dtype=object))
-    return cat_where(cat_isin(lvl, ["acl"]), as_cat(api["name"]), zero)
+    name = as_cat(api["name"])  # its categories are distinct: its codes index the joined ones
+    cats = pd.Index(list(dict.fromkeys([*name.categories, "0"])), dtype=object)
+    codes = np.where(is_in(api["level"], ["acl"]), name.codes, cats.get_loc("0"))
+    return pd.Categorical.from_codes(codes, categories=cats)
 
 
 def shown_tasks(session: Session, device_id: int) -> pd.DataFrame:
