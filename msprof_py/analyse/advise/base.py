@@ -205,8 +205,10 @@ def overlap_ns(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_en
     i = np.flatnonzero(hi > lo)
     n = (hi - lo)[i]  # the b-intervals each a-interval can touch: few (both sets disjoint)
     pi = np.repeat(i, n)  # every (a, b) pair, as a pass over the pairs
-    pj = np.repeat(lo[i], n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-    return int(np.clip(np.minimum(b1[pj], a1[pi]) - np.maximum(b0[pj], a0[pi]), 0, None).sum())
+    first = np.cumsum(n) - n  # each a-interval's first pair
+    pj = np.repeat(lo[i], n) + np.arange(int(n.sum())) - np.repeat(first, n)
+    pair = np.clip(np.minimum(b1[pj], a1[pi]) - np.maximum(b0[pj], a0[pi]), 0, None)
+    return sum(np.add.reduceat(pair, first).tolist()) if len(pair) else 0  # per a-interval, then as ints
 
 
 def windows(session: Any, device_id: int) -> pd.DataFrame:

@@ -113,7 +113,7 @@ def busy_ns(total_us: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
     which the pipe ratios are shares of; the task's duration also holds its launch and
     scheduling), at most the duration; the duration without PMU data."""
     b = total_us * 1000.0
-    return np.where(b > 0, np.minimum(b, dur_ns), dur_ns)
+    return np.where(b > 0, np.fmin(b, dur_ns), dur_ns)  # fmin: a missing duration does not cap (as Series.clip)
 
 
 PER_OP = ["op_name", "op_type", "dur_ns", "busy"]  # the columns _per_op reads
