@@ -99,55 +99,63 @@ class ComponentTimeline:
         return tl
 
     def _ai_stack(self, session: Session, dev: int, tl: Timeline) -> None:
-        parts = []
+        """One slice per component and iteration window holding calls of it: the window's span,
+        the calls' count and total time.  Per component from its starts and ends (no table of
+        every call): windows in the order of their start, windows starting together in the
+        order of their first call."""
+        parts: list[tuple[int, np.ndarray, np.ndarray]] = []  # (component index = tid, starts, ends)
         api = api_of_device(session, dev)
         if len(api):
             lvl = as_cat(api["level"])
             start, end = i64(api["start_ns"]), i64(api["end_ns"])
-            for code, (_, levels) in enumerate(COMPONENTS):  # "comp": the component's index (= tid)
+            for code, (_, levels) in enumerate(COMPONENTS):
                 m = cat_isin(lvl, levels)
                 if m.any():
-                    parts.append(pd.DataFrame({"comp": code, "s": start[m], "e": end[m]}))
+                    parts.append((code, start[m], end[m]))
         rows = shown_rows(session, dev)  # the shown tasks' two columns, not a copy of their table
         if len(rows):
             s = i64(session.tasks["start_ns"])[rows]
-            parts.append(pd.DataFrame({"comp": len(COMPONENTS), "s": s,
-                                       "e": s + i64(session.tasks["dur_ns"])[rows]}))
+            parts.append((len(COMPONENTS), s, s + i64(session.tasks["dur_ns"])[rows]))
         if not parts:
             return
-        calls = pd.concat(parts, ignore_index=True)
+        first_start = min(int(s.min()) for _, s, _ in parts)
         steps = of_device(session.steps, dev)
         pid = format_pid(_host_pid(session, api), AI_STACK_SORT, dev)
         if len(steps):
             st = steps.sort_values("step_end_ns", kind="stable")
             w_end = i64(st["step_end_ns"])
-            w_start = np.concatenate([[min(int(i64(st["step_start_ns"])[0]), int(calls["s"].min()) - 1)], w_end[:-1]])
-            # a call belongs to the window (previous end, end] holding its start
-            k = np.searchsorted(w_end, calls["s"].to_numpy(), side="left")
-            calls = calls[k < len(w_end)].assign(w=k[k < len(w_end)])
-            win = pd.DataFrame({"w": np.arange(len(w_end)), "ws": w_start, "we": w_end,
-                                "iter": i64(st["index_id"]), "model": i64(st["model_id"])})
-        else:
-            calls = calls.assign(w=0)
-            win = pd.DataFrame({"w": [0], "ws": [int(calls["s"].min())], "we": [int(calls["e"].max())],
-                                "iter": [0], "model": [NA_ID]})
-        g = calls.assign(d=calls["e"] - calls["s"]).groupby(["comp", "w"], sort=False)["d"].agg(["count", "sum"])
-        g = g.reset_index().merge(win, on="w")
+            w_start = np.concatenate([[min(int(i64(st["step_start_ns"])[0]), first_start - 1)], w_end[:-1]])
+            w_iter, w_model = i64(st["index_id"]), i64(st["model_id"])
+        else:  # the whole collection is one window
+            w_end = np.array([max(int(e.max()) for _, _, e in parts)], np.int64)
+            w_start = np.array([first_start], np.int64)
+            w_iter, w_model = np.zeros(1, np.int64), np.full(1, NA_ID, np.int64)
         tl.meta.process(pid, "AI Stack Time", npu_label(session, dev), AI_STACK_SORT)
         for tid, (comp, _) in enumerate(COMPONENTS + [("Task Scheduler", ())]):
             tl.meta.thread(pid, tid, comp, tid)
-            sub = g[g["comp"].to_numpy() == tid].sort_values("ws", kind="stable")
-            if len(sub) == 0:
+            mine = [(s, e) for c, s, e in parts if c == tid]
+            if not mine:
                 continue
-            n = len(sub)
+            s, e = mine[0]
+            # a call belongs to the window (previous end, end] holding its start
+            w = np.searchsorted(w_end, s, side="left") if len(steps) else np.zeros(len(s), np.int64)
+            inside = w < len(w_end)
+            w, d = w[inside], (e - s)[inside]
+            if len(w) == 0:
+                continue
+            order = np.argsort(w, kind="stable")
+            wins, at = np.unique(w[order], return_index=True)
+            total = np.add.reduceat(d[order], at)
+            count = np.diff(np.append(at, len(w)))
+            first = order[at]  # each window's first call
+            k = np.lexsort((first, w_start[wins]))  # by window start, then by first call
+            wins, total, count = wins[k], total[k], count[k]
+            n = len(wins)
             tl.slices.append(Slices(
                 name=comp, pid=np.full(n, pid, np.int64), tid=np.full(n, tid, np.int64),
-                start_ns=sub["ws"].to_numpy(np.int64), dur_ns=(sub["we"] - sub["ws"]).to_numpy(np.int64),
-                label=f"ai stack {comp}",
-                args=[Arg("Model ID", "int", sub["model"].to_numpy(np.int64)),
-                      Arg("Iteration ID", "int", sub["iter"].to_numpy(np.int64)),
-                      Arg("Count", "int", sub["count"].to_numpy(np.int64)),
-                      Arg("Time(us)", "us", sub["sum"].to_numpy(np.int64))]))
+                start_ns=w_start[wins], dur_ns=w_end[wins] - w_start[wins], label=f"ai stack {comp}",
+                args=[Arg("Model ID", "int", w_model[wins]), Arg("Iteration ID", "int", w_iter[wins]),
+                      Arg("Count", "int", count.astype(np.int64)), Arg("Time(us)", "us", total.astype(np.int64))]))
 
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         if naming.summary_format == "json" and self.name in SUMMARY_TWINS:

@@ -61,8 +61,12 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
     tid = i64(api["thread_id"])
     for p in sorted(pd.unique(fpid).tolist()):
         tl.meta.process(int(p), "CANN", "CPU", cann_sort)
-    threads = pd.DataFrame({"p": fpid, "t": tid}).drop_duplicates().sort_values(["p", "t"])
-    for p, t in zip(threads["p"].tolist(), threads["t"].tolist()):
+    if fpid.min() == fpid.max():  # one host process (the usual case): its distinct threads
+        threads = [(int(fpid[0]), t) for t in np.sort(pd.unique(tid)).tolist()]
+    else:
+        pairs = pd.DataFrame({"p": fpid, "t": tid}).drop_duplicates().sort_values(["p", "t"])
+        threads = list(zip(pairs["p"].tolist(), pairs["t"].tolist()))
+    for p, t in threads:
         tl.meta.thread(int(p), int(t), f"Thread {t}", int(t))
     if key is not None and replay is not None and replay.scratch is not None and key in replay.rendered:
         tl.slices.append(RenderedSlices(key, len(api)))
