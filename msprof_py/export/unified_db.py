@@ -116,14 +116,14 @@ def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None,
             last = (s, t, offset)
         offset += len(t)
         del s, t  # before the next device is read
-        trim()
+        if i < count - 1:
+            trim()  # this device's temporaries, before the text writers read the next device
     for k, (cols, staged, freq) in enumerate(held):
         insert_info(con, cols, sid, created)
         held[k] = (None, staged, freq)  # its columns freed as soon as they are in
     if last is not None and len(last[1]):
         info_rows(con, session, last[1], sid, last[2], created)
     memcpy_rows(con, session, memcpy_gids, offset)
-    trim()
     # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
     for _, staged, _ in held:
         if staged is not None:
@@ -137,7 +137,6 @@ def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None,
     if last is not None:
         pmu_export.freq_rows(con, last[0].aicore_freq, created)
     del held, last
-    trim()
     api_rows(con, session, sid)
     communication_rows(con, session.communication if parts is None else join_parts("communication", comm), sid)
     for name, rows in ENUM_TABLES.items():

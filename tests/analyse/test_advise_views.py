@@ -47,6 +47,30 @@ def test_memo_only_inside_a_scope() -> None:
     assert memo(session, "k", make) == 5
 
 
+def test_memo_scopes_are_per_thread() -> None:
+    """A scope entered on one thread is not seen, nor closed, by another."""
+    import threading
+
+    a, b = object(), object()
+    entered, leave, seen = threading.Event(), threading.Event(), []
+
+    def other() -> None:
+        with shared_views(b):
+            entered.set()
+            leave.wait(5)
+            seen.append(memo(b, "k", object) is memo(b, "k", object))
+
+    with shared_views(a):
+        th = threading.Thread(target=other)
+        th.start()
+        entered.wait(5)
+        assert memo(b, "k", object) is not memo(b, "k", object)  # b's scope is the other thread's
+        leave.set()
+        th.join()
+        assert memo(a, "k", object) is memo(a, "k", object)  # still inside a's scope
+    assert seen == [True]
+
+
 def test_rules_find_the_same_with_shared_views(runs) -> None:
     for name in ("sync_each", "dynamic_recompile", "aicpu"):
         s = msprof_py.load(runs[name])

@@ -7,6 +7,7 @@ whole profiled span if the finding were fixed (an estimate: how it is estimated 
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -64,7 +65,12 @@ def rule(name: str) -> Callable[[Rule], Rule]:
 
 # ---------------------------------------------------------------------------- views shared by the rules
 T = TypeVar("T")
-_SCOPES: list[tuple[Any, dict[Any, Any]]] = []
+_LOCAL = threading.local()  # each thread's scopes (a user may advise sessions on several threads)
+
+
+def _scopes() -> list[tuple[Any, dict[Any, Any]]]:
+    scopes: list[tuple[Any, dict[Any, Any]]] = _LOCAL.__dict__.setdefault("scopes", [])
+    return scopes
 
 
 @contextmanager
@@ -73,20 +79,21 @@ def shared_views(session: Any) -> Iterator[None]:
     iteration windows and idle gaps, ...) is derived once and shared by every rule: several
     rules read the same views (the idle gaps: host_bound, sync_hot_path, bubbles,
     dynamic_shape).  Dropped on leaving; outside a scope every call derives again."""
-    if any(s is session for s, _ in _SCOPES):  # nested: the outer scope's views
+    scopes = _scopes()
+    if any(s is session for s, _ in scopes):  # nested: the outer scope's views
         yield
         return
-    _SCOPES.append((session, {}))
+    scopes.append((session, {}))
     try:
         yield
     finally:
-        _SCOPES.pop()
+        scopes.pop()
 
 
 def memo(session: Any, key: Any, make: Callable[[], T]) -> T:
     """``make()``, once per ``key`` inside :func:`shared_views` of ``session`` (the value is
     shared: callers must not change it)."""
-    for s, views in reversed(_SCOPES):
+    for s, views in reversed(_scopes()):
         if s is session:
             if key not in views:
                 views[key] = make()
@@ -97,7 +104,7 @@ def memo(session: Any, key: Any, make: Callable[[], T]) -> T:
 def forget(session: Any, key: Any) -> None:
     """Drop one shared view of ``session`` (its last reader is done: memory back before the
     next rules)."""
-    for s, views in _SCOPES:
+    for s, views in _scopes():
         if s is session:
             views.pop(key, None)
 
