@@ -183,3 +183,14 @@ def test_aic_frequency_past_64_bits(tmp_path: Path) -> None:
     out = _outcome(prof)
     assert out.kind == "warning"
     assert any(info.name in m and "aic_frequency" in m for m in _warnings(prof))
+
+
+def test_iteration_spans_near_int64_in_the_advice(tmp_path: Path) -> None:
+    # was RuntimeWarning (overflow in scalar multiply) @ analyse/advise/schedule.py bubbles
+    # (campaign 8, case 4675 of --seed 20, the first campaign running the advice): 109 bytes
+    # inserted into a real 310B capture's stars_soc slice give a task a time near 2**63, so the
+    # iteration spans summed near int64's end and 100 * their sum overflowed
+    seed = next((FIXTURE.parents[1] / "real" / "310b_fastgelu").glob("PROF_*"))
+    prof = fresh_copy(seed, tmp_path / seed.name)
+    _outcome(prof, Mutation("insert_chunk", "device_0/data/stars_soc.data.0.slice_0",
+                            {"at": 75, "length": 109, "byte": 33}))

@@ -133,7 +133,7 @@ def dynamic_ops(session: Any) -> list[Finding]:
         out.append(Finding(
             "dynamic_shape", PROCESSING, int(dev),
             f"{len(relaunched)} dynamic-shape operator(s) are prepared and launched from the host in every "
-            f"execution and the device waits for them ({100 * per_op.sum() / span:.1f}% of the iteration time)",
+            f"execution and the device waits for them ({100 * int(per_op.sum()) / span:.1f}% of the iteration time)",
             "Give them static shapes (pad / bucket the input, set the dynamic dims at model build) so GE "
             "compiles them once and replays them with the model; keep the shapes few so the kernel cache hits.",
             int(per_op.sum()), list(relaunched.index.astype(str)), _ints_of(dyn, relaunched, "iter_id"),

@@ -222,7 +222,9 @@ def bubbles(session: Any) -> list[Finding]:
     out = []
     for dev in sorted(int(d) for d in device_tasks(session)["device_id"].unique()):
         ft = free_time(session, dev)
-        if not len(ft) or ft["free_ns"].sum() < 0.10 * ft["span_ns"].sum():
+        # Python ints: a corrupt time makes spans near 2**63, where numpy's 100 * sum overflows
+        free, span = int(ft["free_ns"].sum()), int(ft["span_ns"].sum())
+        if not len(ft) or span <= 0 or free < 0.10 * span:
             continue
         g = gap_parts(session, dev)
         dur = g.end_ns - g.start_ns
@@ -230,11 +232,11 @@ def bubbles(session: Any) -> list[Finding]:
                             if (g.cause == k).any()}, dtype=np.int64)  # = a groupby("cause") sum
         out.append(Finding(
             "bubbles", SCHEDULE, dev,
-            f"The device is free {100 * ft['free_ns'].sum() / ft['span_ns'].sum():.1f}% of the iteration time "
+            f"The device is free {100 * free / span:.1f}% of the iteration time "
             f"(mean {us(ft['free_ns'].mean()):.1f} us per iteration)",
             "See the causes: host launch and synchronisation gaps (advice above), waits on events / other "
             "devices (communication, cross-stream dependencies).",
-            int(ft["free_ns"].sum()), [], [int(i) for i in ft["iter_id"]], [],
+            free, [], [int(i) for i in ft["iter_id"]], [],
             {"per_iteration": {int(r.iter_id): {"span_us": us(r.span_ns), "free_us": us(r.free_ns)}
                                for r in ft.itertuples()},
              "idle_by_cause_us": {str(k): us(v) for k, v in causes.items()},
