@@ -53,7 +53,7 @@ class ExportContext:
     # rendered timeline layers (key -> timeline_model.FileRange: where an earlier output file
     # holds its bytes), so a layer that several files show (CANN in msprof_*.json and
     # thread_group_*.json, tasks in msprof_* and task_time_*) is formatted and validated once and
-    # copied by the kernel; scratch None disables the cache
+    # copied by the kernel; scratch None disables the cache (the dir holds nothing any more)
     notes: list[str] = field(default_factory=list)  # [INFO] lines for the export log
     scratch: Path | None = None
     rendered: dict[tuple[Any, ...], Any] = field(default_factory=dict)

@@ -124,7 +124,9 @@ def prepare(prof: Path, options: ExportOptions, session: Session, selected: bool
                     options.summary_format, collection_stamp(session))
     ctx = ExportContext(warnings=WarningLog(), layers=layers,
                         slice_bytes=int(options.slice_size_mb * 1_000_000) if options.slice_size_mb else None)
-    if options.type != "db":  # rendered timeline layers shared between files; removed below
+    if options.type != "db":  # switches on the sharing of rendered timeline layers between files
+        # (their bytes are copied from the output file that wrote them: the dir itself stays empty;
+        # only its presence is the switch, a leftover of the scratch files it once held)
         ctx.scratch = scratch_dir(out_dir)
     return out_dir, log_lines, naming, ctx
 

@@ -19,8 +19,8 @@ from msprof_py.export.validate import (flow_problems, id_problems, negative_mess
 @dataclass
 class RenderedSlices:
     """A layer an earlier file of the same export rendered (``ExportContext.rendered[cache_key]``):
-    only its event count is known; its bytes are copied from the scratch file, and it was checked
-    with that file."""
+    only its event count is known; its bytes are copied from the byte range of the output file
+    that wrote it (``FileRange``), and it was checked with that file."""
 
     cache_key: tuple[Any, ...]
     count: int
