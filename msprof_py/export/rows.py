@@ -358,8 +358,9 @@ class RowBuilder:
         return self._add("block", (width, fill))
 
     def int(self, values: np.ndarray) -> "RowBuilder":
-        """Signed integers as decimal text."""
-        v = np.asarray(values, dtype=np.int64)
+        """Signed integers as decimal text (int32 stays int32: no copy)."""
+        v = np.asarray(values)
+        v = v if v.dtype in (np.int32, np.int64) else v.astype(np.int64)
         if len(v) and v.min() == v.max():  # one value for every row: plain text
             return self.lit(str(int(v[0])))
         return self.block(round4(int_width(v)), lambda out, a, b: write_int(out, v[a:b]))

@@ -7,6 +7,8 @@ whole column, by :class:`~msprof_py.export.rows.RowBuilder`:
 * ``Col.us``: integer ns shown as µs with 3 decimals; ``stamp=True`` marks a timestamp, which
   gets msprof's trailing ``\\t`` in CSV (keeps Excel from using scientific notation) and is a
   JSON *string* (a double cannot hold µs.ns of an epoch time exactly).
+* ``Col.real3``: thousandths (int64) shown as SQLite prints ``ROUND(x, 3)`` (``1.5``, ``2.0``:
+  :mod:`msprof_py.export.real3`), the PMU metrics of op_summary.
 * ``Col.text``: strings, CSV-quoted where needed; ``quote=True`` always quotes (shape cells,
   as msprof writes them).  Also used for preformatted numbers of small tables (``number=True``
   writes them unquoted in JSON).
@@ -24,13 +26,14 @@ import orjson
 import pandas as pd
 
 from msprof_py.export.base import write_chunks
+from msprof_py.export.real3 import real3_width, write_real3
 from msprof_py.export.rows import RowBuilder, code_dtype
 from msprof_py.export.trace_events import jstr_many
 
 
 @dataclass
 class Col:
-    kind: str  # "int" | "us" | "text"
+    kind: str  # "int" | "us" | "real3" | "text"
     values: Any
     stamp: bool = False
     quote: bool = False
@@ -39,11 +42,15 @@ class Col:
 
     @staticmethod
     def ints(values: Any, na_mask: np.ndarray | None = None) -> "Col":
-        return Col("int", np.asarray(values, dtype=np.int64), na_mask=na_mask)
+        return Col("int", _integers(values), na_mask=na_mask)
 
     @staticmethod
     def us(ns: Any, stamp: bool = False, na_mask: np.ndarray | None = None) -> "Col":
         return Col("us", np.asarray(ns, dtype=np.int64), stamp=stamp, na_mask=na_mask)
+
+    @staticmethod
+    def real3(thousandths: Any, na_mask: np.ndarray | None = None) -> "Col":
+        return Col("real3", _integers(thousandths), na_mask=na_mask)
 
     @staticmethod
     def text(values: Any, quote: bool = False, number: bool = False) -> "Col":
@@ -53,6 +60,13 @@ class Col:
     def const(value: str, n: int, number: bool = False) -> "Col":
         return Col("text", pd.Categorical.from_codes(np.zeros(n, dtype=np.int64), [value]) if n else [],
                    number=number)
+
+
+def _integers(values: Any) -> np.ndarray:
+    """Signed integers as given (int32 columns stay int32: op_summary holds ~30 of them per
+    device while it is written), anything else as int64."""
+    v = np.asarray(values)
+    return v if v.dtype in (np.int32, np.int64) else v.astype(np.int64)
 
 
 def csv_cell(s: str, always: bool = False) -> str:
@@ -133,7 +147,8 @@ def _add_cell(rb: RowBuilder, col: Col, json_mode: bool) -> None:
         rb.cat(codes, texts or [""])
         return
     na = col.na_mask if col.na_mask is not None and np.any(col.na_mask) else None
-    vals = col.values if na is None else np.where(na, 0, col.values)
+    # (a column that already holds 0 on its N/A rows is not copied)
+    vals = col.values if na is None or not col.values[na].any() else np.where(na, 0, col.values)
     quote = json_mode and col.stamp
     if na is not None:
         na_text = '"N/A"' if json_mode else "N/A"
@@ -147,6 +162,8 @@ def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool)
         rb.lit('"')
     if kind == "int":
         rb.int(vals)
+    elif kind == "real3":
+        rb.block(real3_width(vals), lambda out, a, b: write_real3(out, vals[a:b]))
     else:
         rb.us3(vals)
     if tab:
@@ -159,8 +176,9 @@ def _na_block(vals: np.ndarray, na: np.ndarray, kind: str, quote: bool, tab: boo
     """(width, fill) writing either the formatted number or ``N/A`` per row."""
     from msprof_py.export.rows import int_width, us3_width, write_int, write_us3
 
-    numw = int_width(vals) if kind == "int" else us3_width(vals)
-    write = write_int if kind == "int" else write_us3
+    numw, write = {"int": (int_width, write_int), "us": (us3_width, write_us3),
+                   "real3": (real3_width, write_real3)}[kind]
+    numw = numw(vals)
     na_b = np.frombuffer(na_text.encode(), dtype=np.uint8)
     body = numw + (2 if quote else 0) + (1 if tab else 0)
     width = max(body, len(na_b))
@@ -183,6 +201,14 @@ def _na_block(vals: np.ndarray, na: np.ndarray, kind: str, quote: bool, tab: boo
         out[na[a:b]] = na_row
 
     return width, fill
+
+
+def csv_texts(col: Col) -> list[str]:
+    """The CSV cells of one column, as strings (for checks; the writers never make them)."""
+    rb = RowBuilder(_length([col]))
+    _add_cell(rb, col, json_mode=False)
+    rb.lit("\n")
+    return rb.to_bytes().decode().split("\n")[:-1]
 
 
 def write_table(path_stem: Path, header: Sequence[str], cols: Sequence[Col], fmt: str = "csv") -> Path:
