@@ -201,7 +201,7 @@ def test_call_tree_order_as_the_lexsort(rows: list, wide: bool) -> None:
     from msprof_py.parse.calltree import CallTree
 
     a = np.array(rows, dtype=np.int64).reshape(-1, 4)
-    start = a[:, 1] * (2**58 if wide else 1)  # wide: the keys do not fit, the lexsort path
+    start = a[:, 1] * (2**56 if wide else 1)  # wide: (thread, start) keys do not fit 62 bits, the lexsort path
     tree = CallTree(a[:, 0], start, start + a[:, 2], a[:, 3])
     for r, got in tree._by_rank.items():
         idx = np.flatnonzero(tree.rank == r)
