@@ -49,6 +49,7 @@ from msprof_py.errors import MsprofError
 from msprof_py.export.db_thread import db_view
 from msprof_py.export.parallel import WorkerDiedError, raise_error
 from msprof_py.export.unified_db import Fill, connect, is_full
+from msprof_py.memory import trim
 from msprof_py.parse.session import Session
 
 DB_PROCESS_ENV = "MSPROF_PY_DB_PROCESS"  # "0": the DB on a thread of the export's process instead
@@ -89,6 +90,7 @@ class DbProcesses:
         if self.path is None:
             return
         d = len(self.procs)
+        trim()  # free heap pages handed back first: the two processes would each keep a copy of one the other reuses
         status_r, status_w = os.pipe()
         chain_r, chain_w = os.pipe()
         pid = os.fork()
@@ -164,6 +166,7 @@ class DbProcesses:
     def _child(self, d: int, session: Session, status_w: int) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the export stops us (stop)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        trim()
         status: tuple[Any, ...]
         try:
             status = self._add(d, session)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +20,7 @@ from msprof_py.export.jobs import (Done, ExportOptions, ExportResult, default_lo
 from msprof_py.export.parallel import run_tasks, workers_for
 from msprof_py.export.views import cpp_export
 from msprof_py.memory import trim
+from msprof_py.parse.session import Session
 from msprof_py.parse.source import DevicePart, ProfSource
 
 STREAM_ENV = "MSPROF_PY_STREAM"  # "0": export from the whole session (for comparisons)
@@ -33,7 +35,7 @@ def streamable(options: ExportOptions) -> bool:
 
 
 def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] | None,
-                    result: ExportResult) -> ProfSource:
+                    result: ExportResult, per_device: Callable[[Path, int, Session], None] | None = None) -> ProfSource:
     """The export of one PROF dir reading one device at a time (:class:`ProfSource`).
 
     First every device is decoded (or found in the parse cache) one after the other and cached,
@@ -63,7 +65,8 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     db = [i for i, (ex, dev) in enumerate(jobs) if dev is None and ex.kind == "db"]
     tasks += [None] if db else []
     workers = workers_for(len(tasks), options.workers)
-    state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1)
+    state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1,
+                   per_device=per_device if workers == 1 else None)
     if db and workers == 1 and os.environ.get(DB_THREAD_ENV, "1") != "0" and beside_ok(source, jobs, tasks):
         tasks.remove(None)
         state.db = state.db_beside()
@@ -117,6 +120,7 @@ class Stream:
     prof: Path
     parallel: bool = False
     db: DbProcesses | DbThread | None = None  # the DB beside the text writers, fed the devices' sessions
+    per_device: Callable[[Path, int, Session], None] | None = None  # given each device's session after its files
 
     def what(self, dev: int | None) -> str:
         return f"exporting device {dev} of {self.prof}" if dev is not None else f"writing the DB of {self.prof}"
@@ -174,6 +178,8 @@ class Stream:
             db.put(session)  # the DB's process applies db_view itself
         out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
                for i, (ex, d) in enumerate(self.jobs) if d == dev}
+        if self.per_device is not None and dev in self.source.devices:
+            self.per_device(self.prof, dev, session)
         del session
         trim()
         return out
