@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.rows import RowBuilder
+from msprof_py.export.real3 import round3_thousandths
 from msprof_py.export.table_writer import Col
 from msprof_py.export.trace_events import Counters, Meta, format_pid
 from msprof_py.export.unified_db_insert import create_table, insert_lists
@@ -101,28 +102,43 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
     hit = idx >= 0
     n_t = len(tasks)
     total = n_t + n_comm
-    headers, texts = [], []
+    headers: list[str] = []
+    cols: list[Col] = []
     rounded: dict[str, np.ndarray] = {}
+    na = np.ones(total, bool)
+    na[np.flatnonzero(hit)] = False
+    na = na[order]
+    rows = np.flatnonzero(hit)
     for name in names:
         vals = p[name].to_numpy()[idx[hit]]
-        if "cycle" in name:
-            col = _metric_texts(vals.astype(np.int64), lambda u: np.char.mod("%d", u), hit, total, order)
-        else:
-            col = _metric_texts(vals, sqlite_real_text, hit, total, order)
-            if not v4:  # for memory_bound
-                rounded[name] = np.round(vals.astype(np.float64), 3)
         headers.append(M.summary_header(name))
-        texts.append(col)
+        if "cycle" in name:
+            cols.append(Col.ints(_in_order(vals.astype(np.int64), rows, total, order), na_mask=na))
+            continue
+        k, exact = round3_thousandths(vals)
+        if exact.all():  # numbers rendered in place (no string per task: 25 metrics x 500 k tasks)
+            cols.append(Col.real3(_in_order(k, rows, total, order), na_mask=na))
+        else:  # a NaN / inf / huge value somewhere: each distinct text made once
+            cols.append(Col.text(_metric_texts(vals, sqlite_real_text, hit, total, order), number=True))
+        if not v4:  # for memory_bound
+            rounded[name] = np.round(vals.astype(np.float64), 3)
     extra = _memory_bound(rounded, hit, total) if not v4 else None
     if extra is not None:
         headers.append("memory_bound")
-        texts.append(extra)
+        cols.append(Col.text(pd.Categorical(extra[order]), number=True))
     if v4 and "aic_mac_ratio" in headers and CUBE_BASE in p.columns:
         headers.append("cube_utilization(%)")
-        texts.append(_cube_usage(p[CUBE_BASE].to_numpy(np.float64)[idx[hit]], hit, total, order, dur_ns))
-    cols = [Col.text(pd.Categorical(t[order]) if not isinstance(t, pd.Categorical) else t, number=True)
-            for t in texts]
+        cols.append(_cube_usage(p[CUBE_BASE].to_numpy(np.float64)[idx[hit]], hit, total, order, dur_ns))
     return headers, cols
+
+
+def _in_order(vals: np.ndarray, rows: np.ndarray, total: int, order: np.ndarray) -> np.ndarray:
+    """``vals`` (int64) of the op rows ``rows`` (positions among ``total``), 0 elsewhere, in
+    ``order``; int32 when they fit."""
+    small = len(vals) == 0 or (int(vals.min()) >= -2**31 and int(vals.max()) < 2**31)
+    out = np.zeros(total, np.int32 if small else vals.dtype)  # 25 such columns live until written
+    out[rows] = vals
+    return out[order]
 
 
 def _metric_texts(vals: np.ndarray, fmt: Any, hit: np.ndarray, total: int, order: np.ndarray) -> pd.Categorical:
@@ -153,7 +169,7 @@ def _memory_bound(rounded: dict[str, np.ndarray], hit: np.ndarray, total: int) -
 
 
 def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int,
-                order: np.ndarray, dur_ns: np.ndarray) -> pd.Categorical:
+                order: np.ndarray, dur_ns: np.ndarray) -> Col:
     """``cube_utilization(%)`` cells in the final row order (``order``; ``dur_ns`` already in it).
 
     C++: ``std::to_string`` (6 decimals) of cycles / (freq * cores) * 100, read back as a double,
@@ -166,13 +182,23 @@ def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int,
     dur_us = np.round(np.asarray(dur_ns, np.float64) / 1000.0, 3)
     ok = ~np.isnan(val)
     nz = ok & (dur_us != 0)
-    txt_codes, texts = fixed3_texts(val[nz] / dur_us[nz])
+    q = val[nz] / dur_us[nz]
+    k, fast = _fixed3_thousandths(q)
+    if fast.all():  # numbers rendered in place, no text per task
+        special = np.full(total, 1, np.uint8)  # N/A
+        special[ok & (dur_us == 0)] = 2
+        special[nz] = 0
+        k_all = np.zeros(total, np.int64)
+        k_all[nz] = k
+        return Col.fixed3(k_all, special=(special, ["N/A", "0"]))
+    txt_codes, texts = fixed3_texts(q)
     codes = np.full(total, len(texts), np.int64)
     texts = texts + ["N/A", "0"]
     codes[ok & (dur_us == 0)] = len(texts) - 1
     codes[nz] = txt_codes
     cat_codes, cats = pd.factorize(np.asarray(texts, dtype=object))  # a text made twice is one category
-    return pd.Categorical.from_codes(cat_codes[codes], categories=pd.Index(cats, dtype=object))
+    return Col.text(pd.Categorical.from_codes(cat_codes[codes], categories=pd.Index(cats, dtype=object)),
+                    number=True)
 
 
 def _exact_rint(y: np.ndarray) -> np.ndarray:
@@ -195,6 +221,18 @@ def to_string_6(x: np.ndarray) -> np.ndarray:
     if slow.any():
         out[slow] = np.char.mod("%.6f", x[slow]).astype(np.float64)
     return out
+
+
+def _fixed3_thousandths(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(k, fast): ``"%.3f" % v`` is ``k / 1000`` with three decimals where ``fast`` (the
+    thousandths' rint is exact and the value not negative)."""
+    q = np.asarray(q, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = q * 1000.0
+        fast = _exact_rint(y) & ~np.signbit(q)  # (-0.0 prints "-0.000")
+    k = np.zeros(len(q), np.int64)
+    k[fast] = np.rint(y[fast]).astype(np.int64)
+    return k, fast
 
 
 def fixed3_texts(q: np.ndarray) -> tuple[np.ndarray, list[str]]:

@@ -42,7 +42,10 @@ def quoted(col: Any) -> pd.Categorical:
     ``AddQuotation``; the CSV then shows ``\"\"\"1024\"\"\"``), ``N/A`` as is."""
     c = as_cat(col)
     cats = [x if x == "N/A" or (len(x) >= 2 and x[0] == x[-1] == '"') else f'"{x}"' for x in map(str, c.categories)]
-    return as_cat(np.asarray(cats, dtype=object)[np.asarray(c.codes)])
+    # per category, not per row: two texts quoted alike (``x`` and ``"x"``) become one category
+    uniq, inverse = np.unique(np.array(cats, dtype=object), return_inverse=True)
+    return pd.Categorical.from_codes(inverse.astype(np.int32)[np.asarray(c.codes)],
+                                     categories=pd.Index(list(uniq), dtype=object), validate=False)
 
 
 def stem(out_dir: Path, naming: Naming, name: str, device: bool = True) -> Path:

@@ -7,6 +7,8 @@ whole column, by :class:`~msprof_py.export.rows.RowBuilder`:
 * ``Col.us``: integer ns shown as µs with 3 decimals; ``stamp=True`` marks a timestamp, which
   gets msprof's trailing ``\\t`` in CSV (keeps Excel from using scientific notation) and is a
   JSON *string* (a double cannot hold µs.ns of an epoch time exactly).
+* ``Col.real3``: thousandths (int64) shown as SQLite prints ``ROUND(x, 3)`` (``1.5``, ``2.0``:
+  :mod:`msprof_py.export.real3`), the PMU metrics of op_summary.
 * ``Col.text``: strings, CSV-quoted where needed; ``quote=True`` always quotes (shape cells,
   as msprof writes them).  Also used for preformatted numbers of small tables (``number=True``
   writes them unquoted in JSON).
@@ -24,26 +26,38 @@ import orjson
 import pandas as pd
 
 from msprof_py.export.base import write_chunks
+from msprof_py.export.real3 import real3_width, write_real3
 from msprof_py.export.rows import RowBuilder, code_dtype
 from msprof_py.export.trace_events import jstr_many
 
 
 @dataclass
 class Col:
-    kind: str  # "int" | "us" | "text"
+    kind: str  # "int" | "us" | "real3" | "text"
     values: Any
     stamp: bool = False
     quote: bool = False
     number: bool = False
-    na_mask: np.ndarray | None = None  # rows shown as N/A instead of the value (int/us columns)
+    na_mask: np.ndarray | None = None  # rows shown as N/A instead of the value (number columns)
+    # rows shown as other fixed texts: (codes, texts), code c >= 1 shows texts[c - 1], 0 the value
+    special: tuple[np.ndarray, list[str]] | None = None
 
     @staticmethod
     def ints(values: Any, na_mask: np.ndarray | None = None) -> "Col":
-        return Col("int", np.asarray(values, dtype=np.int64), na_mask=na_mask)
+        return Col("int", _integers(values), na_mask=na_mask)
 
     @staticmethod
     def us(ns: Any, stamp: bool = False, na_mask: np.ndarray | None = None) -> "Col":
         return Col("us", np.asarray(ns, dtype=np.int64), stamp=stamp, na_mask=na_mask)
+
+    @staticmethod
+    def fixed3(thousandths: Any, special: tuple[np.ndarray, list[str]] | None = None) -> "Col":
+        """``"%.3f"`` of ``thousandths / 1000`` (non-negative), or a fixed text per ``special``."""
+        return Col("us", _integers(thousandths), special=special)
+
+    @staticmethod
+    def real3(thousandths: Any, na_mask: np.ndarray | None = None) -> "Col":
+        return Col("real3", _integers(thousandths), na_mask=na_mask)
 
     @staticmethod
     def text(values: Any, quote: bool = False, number: bool = False) -> "Col":
@@ -53,6 +67,13 @@ class Col:
     def const(value: str, n: int, number: bool = False) -> "Col":
         return Col("text", pd.Categorical.from_codes(np.zeros(n, dtype=np.int64), [value]) if n else [],
                    number=number)
+
+
+def _integers(values: Any) -> np.ndarray:
+    """Signed integers as given (int32 columns stay int32: op_summary holds ~30 of them per
+    device while it is written), anything else as int64."""
+    v = np.asarray(values)
+    return v if v.dtype in (np.int32, np.int64) else v.astype(np.int64)
 
 
 def csv_cell(s: str, always: bool = False) -> str:
@@ -132,14 +153,24 @@ def _add_cell(rb: RowBuilder, col: Col, json_mode: bool) -> None:
             texts = csv_cells(cats, col.quote)
         rb.cat(codes, texts or [""])
         return
-    na = col.na_mask if col.na_mask is not None and np.any(col.na_mask) else None
-    vals = col.values if na is None else np.where(na, 0, col.values)
+    codes, texts = _specials(col)
     quote = json_mode and col.stamp
-    if na is not None:
-        na_text = '"N/A"' if json_mode else "N/A"
-        rb.block(*_na_block(vals, na, col.kind, quote, col.stamp and not json_mode, na_text))
+    if codes is None:
+        _number(rb, col.kind, col.values, quote, col.stamp and not json_mode)
         return
-    _number(rb, col.kind, vals, quote, col.stamp and not json_mode)
+    shown = [_json_text(t, True) for t in texts] if json_mode else texts
+    # (a column that already holds 0 on its special rows is not copied)
+    vals = col.values if not col.values[codes != 0].any() else np.where(codes != 0, 0, col.values)
+    rb.block(*_special_block(vals, codes, shown, col.kind, quote, col.stamp and not json_mode))
+
+
+def _specials(col: Col) -> tuple[np.ndarray | None, list[str]]:
+    """(codes, texts) of the rows not showing the number (None when every row does)."""
+    if col.special is not None and np.any(col.special[0]):
+        return col.special
+    if col.na_mask is not None and np.any(col.na_mask):
+        return np.asarray(col.na_mask, bool).view(np.uint8), ["N/A"]
+    return None, []
 
 
 def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool) -> None:
@@ -147,6 +178,8 @@ def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool)
         rb.lit('"')
     if kind == "int":
         rb.int(vals)
+    elif kind == "real3":
+        rb.block(real3_width(vals), lambda out, a, b: write_real3(out, vals[a:b]))
     else:
         rb.us3(vals)
     if tab:
@@ -155,17 +188,19 @@ def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool)
         rb.lit('"')
 
 
-def _na_block(vals: np.ndarray, na: np.ndarray, kind: str, quote: bool, tab: bool, na_text: str):
-    """(width, fill) writing either the formatted number or ``N/A`` per row."""
+def _special_block(vals: np.ndarray, codes: np.ndarray, texts: list[str], kind: str, quote: bool, tab: bool):
+    """(width, fill) writing per row the formatted number (code 0) or ``texts[code - 1]``."""
     from msprof_py.export.rows import int_width, us3_width, write_int, write_us3
 
-    numw = int_width(vals) if kind == "int" else us3_width(vals)
-    write = write_int if kind == "int" else write_us3
-    na_b = np.frombuffer(na_text.encode(), dtype=np.uint8)
+    numw, write = {"int": (int_width, write_int), "us": (us3_width, write_us3),
+                   "real3": (real3_width, write_real3)}[kind]
+    numw = numw(vals)
+    encoded = [np.frombuffer(t.encode(), dtype=np.uint8) for t in texts]
     body = numw + (2 if quote else 0) + (1 if tab else 0)
-    width = max(body, len(na_b))
-    na_row = np.zeros(width, dtype=np.uint8)  # N/A, then NUL padding
-    na_row[:len(na_b)] = na_b
+    width = max([body] + [len(e) for e in encoded])
+    rows = np.zeros((len(texts), width), dtype=np.uint8)  # each text, then NUL padding
+    for i, e in enumerate(encoded):
+        rows[i, :len(e)] = e
 
     def fill(out: np.ndarray, a: int, b: int) -> None:
         out[:, :width - body] = 0
@@ -180,9 +215,19 @@ def _na_block(vals: np.ndarray, na: np.ndarray, kind: str, quote: bool, tab: boo
             pos += 1
         if quote:
             out[:, pos] = ord('"')
-        out[na[a:b]] = na_row
+        c = codes[a:b]
+        for i in range(len(texts)):
+            out[c == i + 1] = rows[i]
 
     return width, fill
+
+
+def csv_texts(col: Col) -> list[str]:
+    """The CSV cells of one column, as strings (for checks; the writers never make them)."""
+    rb = RowBuilder(_length([col]))
+    _add_cell(rb, col, json_mode=False)
+    rb.lit("\n")
+    return rb.to_bytes().decode().split("\n")[:-1]
 
 
 def write_table(path_stem: Path, header: Sequence[str], cols: Sequence[Col], fmt: str = "csv") -> Path:

@@ -4,7 +4,8 @@ Selections only; no time is computed here.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,22 +20,50 @@ SUMMARY_DROPPED_TYPES = frozenset({"WRITE_BACK", "INVALID", "HCCL_AI_CPU", "COMM
 
 def as_cat(col: Any) -> pd.Categorical:
     """Any column as a Categorical of plain strings, missing values as "N/A" (cheap when the
-    column is categorical already: only the categories are touched)."""
+    column is categorical already: only the categories are touched, the codes are kept as they
+    are unless a missing value must become "N/A")."""
     if isinstance(col, pd.Categorical) or isinstance(getattr(col, "dtype", None), pd.CategoricalDtype):
-        c = pd.Categorical(col)
-        codes = np.asarray(c.codes, dtype=np.int64)
+        c = col if isinstance(col, pd.Categorical) else pd.Categorical(col)
+        codes = np.asarray(c.codes)
         cats = [str(x) for x in c.categories.tolist()]
+        missing = bool(len(codes)) and int(codes.min()) < 0
     else:
         codes, uniq = pd.factorize(pd.Series(col, dtype=object), sort=False)
         codes = np.asarray(codes, dtype=np.int64)
         cats = [str(x) for x in uniq.tolist()]
-    if (codes < 0).any() or "N/A" not in cats:
+        missing = bool((codes < 0).any())
+    if missing or "N/A" not in cats:
         cats = cats + ["N/A"]
-        codes = np.where(codes < 0, len(cats) - 1, codes)
+        if missing:
+            codes = np.where(codes < 0, len(cats) - 1, codes.astype(_code_dtype(len(cats)), copy=False))
     if len(set(cats)) == len(cats):
-        return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+        return _from_codes(codes, cats)
     uniq, inverse = np.unique(np.array(cats, dtype=object), return_inverse=True)  # dedupe categories
-    return pd.Categorical.from_codes(inverse[codes], categories=pd.Index(list(uniq), dtype=object))
+    return _from_codes(inverse[codes], list(uniq))
+
+
+def _code_dtype(n: int) -> type:
+    """The smallest signed integer type holding codes 0 .. n - 1 (and -1)."""
+    return np.int8 if n <= 127 else np.int16 if n <= 32767 else np.int32 if n < 2**31 else np.int64
+
+
+def _from_codes(codes: np.ndarray, cats: list[Any]) -> pd.Categorical:
+    """A Categorical of ``codes`` (all valid: 0 .. len(cats) - 1) over distinct ``cats``, without
+    pandas' check of every code."""
+    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object), validate=False)
+
+
+def _same(a: pd.Categorical, b: pd.Categorical) -> np.ndarray:
+    """Rows where two :func:`as_cat` columns (distinct categories, no missing code) hold the
+    same text: compared as codes, not as per-row strings."""
+    into_a = a.categories.get_indexer(b.categories)  # -1: a text ``a`` does not have
+    return into_a[b.codes] == a.codes
+
+
+def _code_of(c: pd.Categorical, text: str) -> int:
+    """The code of ``text`` in an :func:`as_cat` column (-2, matching no row, when absent)."""
+    i = c.categories.get_indexer([text])[0]
+    return int(i) if i >= 0 else -2
 
 
 def na_cat(n: int) -> pd.Categorical:
@@ -45,9 +74,18 @@ def na_cat(n: int) -> pd.Categorical:
 def cat_where(cond: np.ndarray, a: pd.Categorical, b: pd.Categorical) -> pd.Categorical:
     """Row-wise ``a if cond else b`` for categoricals, without per-row strings."""
     cats = pd.Index(list(dict.fromkeys([*a.categories, *b.categories])), dtype=object)
-    ca = cats.get_indexer(a.categories)[a.codes]
-    cb = cats.get_indexer(b.categories)[b.codes]
-    return pd.Categorical.from_codes(np.where(cond, ca, cb), categories=cats)
+    ca, cb = _codes_in(cats, a), _codes_in(cats, b)
+    return _from_codes(np.where(cond, ca, cb), cats)
+
+
+def _codes_in(cats: pd.Index, c: pd.Categorical) -> np.ndarray:
+    """``c``'s codes as codes of ``cats`` (which holds all of c's categories; a missing code
+    takes c's last category, as indexing the mapping with -1 always did)."""
+    to = cats.get_indexer(c.categories)
+    codes = np.asarray(c.codes)
+    if len(to) and np.array_equal(to, np.arange(len(to))) and (not len(codes) or int(codes.min()) >= 0):
+        return codes  # c's categories come first in ``cats``, in their order: the codes as they are
+    return to.astype(_code_dtype(len(cats)))[codes]
 
 
 def cat_isin(c: pd.Categorical, values: Any) -> np.ndarray:
@@ -102,8 +140,12 @@ def shown_tasks(session: Session, device_id: int) -> pd.DataFrame:
 
 def shown_rows(session: Session, device_id: int) -> np.ndarray:
     """Positions in ``session.tasks`` of :func:`shown_tasks`, in its order: the rows are chosen
-    on a few columns, then the table is copied once (not once per filtering step)."""
-    t = session.tasks
+    on a few columns, then the table is copied once (not once per filtering step).  Computed
+    once per task table and device (read-only; several exporters of a device ask for them)."""
+    return _memo("shown", session.tasks, device_id, lambda: _shown_rows(session.tasks, device_id))
+
+
+def _shown_rows(t: pd.DataFrame, device_id: int) -> np.ndarray:
     if len(t) == 0:
         return np.zeros(0, np.intp)
     start = t["start_ns"].to_numpy(dtype=np.int64)
@@ -115,8 +157,35 @@ def shown_rows(session: Session, device_id: int) -> np.ndarray:
         with_sub = k[ctx != NA_ID].drop_duplicates()
         parents = k[ctx == NA_ID].assign(pos=rows[ctx == NA_ID]).merge(with_sub, on=key)["pos"].to_numpy()
         rows = rows[~np.isin(rows, parents)]
-    order = np.lexsort((t["stream_id"].to_numpy(np.int64)[rows], start[rows]))
-    return rows[order]
+    return rows[start_order(start[rows], t["stream_id"].to_numpy(np.int64)[rows])]
+
+
+def start_order(start: np.ndarray, stream: np.ndarray) -> np.ndarray:
+    """``np.lexsort((stream, start))``: positions by start, then stream, ties kept in place.
+    The parse orders each device's tasks by start and stream already (``concat_rows``), so rows
+    taken in table order usually are in this order: recognised in one pass, without a sort."""
+    n = len(start)
+    if n < 2:
+        return np.arange(n)
+    a, b = start[:-1], start[1:]
+    if bool(np.all((b > a) | ((b == a) & (stream[1:] >= stream[:-1])))):
+        return np.arange(n)
+    return np.lexsort((stream, start))
+
+
+# the last task table's row selections per kind: several exporters of one device ask for the
+# same rows (a weak reference, so a table is never kept alive by this and an id never reused wrongly)
+_MEMO: dict[str, tuple[weakref.ref, int, np.ndarray]] = {}
+
+
+def _memo(kind: str, t: pd.DataFrame, device_id: int, make: Callable[[], np.ndarray]) -> np.ndarray:
+    hit = _MEMO.get(kind)
+    if hit is not None and hit[0]() is t and hit[1] == device_id:
+        return hit[2]
+    rows = make()
+    rows.setflags(write=False)
+    _MEMO[kind] = (weakref.ref(t), device_id, rows)
+    return rows
 
 
 LEVEL0 = frozenset({"l0", "level0"})  # msprof Context::IsLevel0
@@ -178,11 +247,10 @@ def op_info(t: pd.DataFrame) -> np.ndarray:
     kernel launch (runtime task type KERNEL_* / STARS_COMMON / FFTS_PLUS) of a named op (level0
     launches name their op without a type), or, without an op, a white-listed kernel launch with a
     kernel name from the hash dictionary (TreeAnalyzer::IsComputeTask, KERNEL_COMPUTE_WHITE_LIST,
-    CANNTraceDBDumper::AddTaskInfoForOnlyTaskTrack)."""
-    name = np.asarray(as_cat(t["op_name"]), dtype=object)
+    CANNTraceDBDumper::AddTaskInfoForOnlyTaskTrack).  Texts compared as codes (:func:`_same`)."""
+    name = as_cat(t["op_name"])
     host_c = as_cat(t["host_task_type"])
-    host = np.asarray(host_c, dtype=object)
-    named_op = (name != host) & (name != np.asarray(as_cat(t["device_task_type"]), dtype=object)) & (name != "N/A")
+    named_op = ~_same(name, host_c) & ~_same(name, as_cat(t["device_task_type"])) & (name.codes != _code_of(name, "N/A"))
     kernel = np.asarray([str(c).startswith("KERNEL") or str(c) in ("STARS_COMMON", "FFTS_PLUS")
                          for c in host_c.categories], dtype=bool)[host_c.codes] if len(t) else np.zeros(0, bool)
     white = cat_isin(host_c, KERNEL_COMPUTE_WHITE_LIST)
@@ -193,8 +261,7 @@ def op_info(t: pd.DataFrame) -> np.ndarray:
 def info_names(t: pd.DataFrame) -> pd.Categorical:
     """TaskInfo op name: the op's name, else (kernel-only launch) the kernel name."""
     name, host, dev = as_cat(t["op_name"]), as_cat(t["host_task_type"]), as_cat(t["device_task_type"])
-    n = np.asarray(name, dtype=object)
-    kernel_only = (n == np.asarray(host, dtype=object)) | (n == np.asarray(dev, dtype=object)) | (n == "N/A")
+    kernel_only = _same(name, host) | _same(name, dev) | (name.codes == _code_of(name, "N/A"))
     kernel_only &= cat_isin(as_cat(t["op_type"]), ["N/A"])
     return cat_where(kernel_only, as_cat(t["kernel_name"]), name)
 
@@ -202,17 +269,26 @@ def info_names(t: pd.DataFrame) -> pd.Categorical:
 def info_types(t: pd.DataFrame, level0: bool) -> tuple[pd.Categorical, pd.Categorical]:
     """TaskInfo (OP Type, Task Type): N/A both at level0; a GE op's own; a kernel-only launch:
     the kernel name and the runtime task type translated to GE's."""
-    n = len(t)
     if level0:
-        na = pd.Categorical.from_codes(np.zeros(n, np.int64), categories=pd.Index(["N/A"], dtype=object))
+        na = na_cat(len(t))
         return na, na
     op_type = as_cat(t["op_type"])
     no_op = cat_isin(op_type, ["N/A"])
+    return cat_where(no_op, as_cat(t["kernel_name"]), op_type), _info_task_types(t, no_op)
+
+
+def _info_task_types(t: pd.DataFrame, no_op: np.ndarray) -> pd.Categorical:
+    """info_types' Task Type (not at level0): the task type of a GE op, else the runtime task
+    type translated to GE's (``RTS_TO_GE``; mapped per category, the categories those of the
+    per-row texts: the sorted distinct values present, then "N/A")."""
     host = as_cat(t["host_task_type"])
-    ge = pd.Categorical(np.asarray([RTS_TO_GE.get(str(c), str(c)) for c in host.categories],
-                                   dtype=object)[host.codes])
-    return (cat_where(no_op, as_cat(t["kernel_name"]), op_type),
-            cat_where(no_op, as_cat(ge), as_cat(t["task_type"])))
+    mapped = [RTS_TO_GE.get(str(c), str(c)) for c in host.categories]
+    present = np.flatnonzero(np.bincount(host.codes, minlength=len(mapped))) if len(t) else []
+    values = sorted({mapped[i] for i in present})
+    pos = {v: i for i, v in enumerate(values)}
+    to = np.array([pos.get(v, 0) for v in mapped], dtype=_code_dtype(len(values) + 1))
+    ge = as_cat(_from_codes(to[host.codes], values))
+    return cat_where(no_op, ge, as_cat(t["task_type"]))
 
 
 def ascend_task_types(t: pd.DataFrame) -> pd.Categorical:
@@ -225,7 +301,7 @@ def ascend_task_types(t: pd.DataFrame) -> pd.Categorical:
 def shown_task_types(t: pd.DataFrame, level0: bool) -> pd.Categorical:
     """Timeline ``Task Type`` and task_time ``kernel_type``: the TaskInfo task type unless absent
     or N/A, else the AscendTask type (AscendHardwareAssembler::GetTaskType)."""
-    _, info_tt = info_types(t, level0)
+    info_tt = na_cat(len(t)) if level0 else _info_task_types(t, cat_isin(as_cat(t["op_type"]), ["N/A"]))
     use_info = op_info(t) & ~cat_isin(info_tt, ["N/A"])
     return cat_where(use_info, info_tt, ascend_task_types(t))
 
@@ -240,7 +316,7 @@ def task_time_tasks(session: Session, device_id: int, columns: Sequence[str] | N
     rows = np.flatnonzero((t["device_id"].to_numpy(dtype=np.int64) == device_id) & (start >= 0))
     if columns is not None:
         t = t[list(dict.fromkeys([*columns, "stream_id", "task_id", "batch_id", "context_id"]))]
-    t = t.take(rows[np.lexsort((t["stream_id"].to_numpy(np.int64)[rows], start[rows]))])  # one copy
+    t = t.take(rows[start_order(start[rows], t["stream_id"].to_numpy(np.int64)[rows])])  # one copy
     ctx = t["context_id"].to_numpy(dtype=np.int64)
     if not (ctx == 0).any():
         return t
@@ -257,10 +333,15 @@ def task_time_tasks(session: Session, device_id: int, columns: Sequence[str] | N
 
 def summary_rows(session: Session, device_id: int) -> np.ndarray:
     """Positions in ``session.tasks`` of :func:`summary_tasks`, in its order: the rows are chosen
-    on the few (categorical) columns the rule reads; no task row is copied."""
+    on the few (categorical) columns the rule reads; no task row is copied.  Computed once per
+    task table and device (read-only)."""
+    return _memo("summary", session.tasks, device_id, lambda: _summary_rows(session, device_id))
+
+
+def _summary_rows(session: Session, device_id: int) -> np.ndarray:
     rows = shown_rows(session, device_id)
     if len(rows) == 0:
-        return rows
+        return rows.copy()
     t = session.tasks
     light = pd.DataFrame({c: t[c].take(rows).reset_index(drop=True) for c in _SUMMARY_RULE_COLUMNS})
     return rows[~cat_isin(task_types(light), SUMMARY_DROPPED_TYPES) & op_info(light)]

@@ -45,6 +45,38 @@ def test_mixed_digit_counts_match_python_formatting(values: list[int]) -> None:
     assert got == "".join(f"{x},{naive_us3(x)}\n" for x in values)
 
 
+# values close together (timestamps, ids counting up) whose chunks share their leading digits,
+# near a power of ten so that a chunk can straddle a change of digit count; chunks of 1-40 rows
+clustered = st.tuples(st.integers(0, 18).flatmap(lambda k: st.integers(max(0, 10**k - 50), 10**k + 50)),
+                      st.lists(st.integers(0, 10**6), min_size=1, max_size=120), st.integers(1, 40),
+                      st.booleans())
+
+
+@given(clustered)
+@example((1_767_225_600_000_000_000, [0, 999, 10**6], 2, False))
+@example((9_999_999_999_999, [0, 1, 2], 1, True))
+@settings(max_examples=200, deadline=None)
+def test_shared_leading_digits_match_python_formatting(case) -> None:
+    base, steps, chunk_rows, negative = case
+    v = np.minimum(base + np.cumsum(np.array(steps, dtype=np.int64)), 2**63 - 1)
+    v = -v if negative else v
+    got = b"".join(RowBuilder(len(v)).int(v).lit(",").us3(v).lit("\n").chunks(chunk_rows=chunk_rows)).decode()
+    assert got == "".join(f"{x},{naive_us3(x)}\n" for x in v.tolist())
+
+
+@given(st.lists(st.integers(0, 2**63 - 1), min_size=1, max_size=60), st.integers(0, 3))
+@settings(max_examples=150, deadline=None)
+def test_write_uint_any_width(values: list[int], extra: int) -> None:
+    # widths that are not a multiple of 4 (the CSV writer's exact widths) and uint64 input
+    from msprof_py.export.rows import int_width, write_uint
+    v = np.array(values, dtype=np.uint64)
+    w = int_width(np.array(values, dtype=np.int64)) + extra
+    out = np.full((len(v), w), 7, np.uint8)
+    write_uint(out, v)
+    assert [bytes(r).replace(b"\0", b"").decode() for r in out] == [str(x) for x in values]
+    assert all(bytes(r).lstrip(b"\0").find(b"\0") < 0 for r in out)  # only leading NULs
+
+
 @given(st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=200))
 @settings(max_examples=100, deadline=None)
 def test_strings_round_trip_through_json(values: list[str]) -> None:

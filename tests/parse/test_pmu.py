@@ -17,6 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from msprof_py.errors import WarningLog
 from msprof_py.export import pmu_export
+from msprof_py.export.table_writer import Col, csv_texts
 from msprof_py.parse.pmu import assoc, freq as freq_table, metrics as M
 from msprof_py.parse.reader import Stream, read_records
 from msprof_py.parse.records.parts import DecodeContext, Parts
@@ -121,8 +122,8 @@ def test_pipe_utilization_exct_real_910b_record() -> None:
     assert _fmt(vals, names) == ["0.0", "0.0", "0.0", "0.941", "0.0", "0.0", "0.0", "0.0", "0.0", "0.0", "0.005"]
     # cube_utilization: cycles / (1650 MHz * 20 cores) * 100 / 132.123 us
     base = np.array([4009343 / (1650 * 20) * 100])
-    txt = pmu_export._cube_usage(base, np.array([True]), 1, np.array([0]), np.array([132123]))
-    assert txt.tolist() == ["91.956"]
+    col = pmu_export._cube_usage(base, np.array([True]), 1, np.array([0]), np.array([132123]))
+    assert csv_texts(col) == ["91.956"]
 
 
 def test_pipe_utilization_aiv_real_910b_record() -> None:
@@ -176,9 +177,10 @@ def test_legacy_path_real_310b_record(tmp_path: Path) -> None:
                  "mac_exe_ratio", "scalar_exe_time(us)", "scalar_exe_ratio", "mte1_exe_time(us)", "mte1_exe_ratio",
                  "mte2_exe_time(us)", "mte2_exe_ratio", "mte3_exe_time(us)", "mte3_exe_ratio",
                  "fixpipe_exe_time(us)", "fixpipe_exe_ratio", "memory_bound"]
-    row0 = [str(np.asarray(c.values)[0]) for c in cols]
+    texts = [csv_texts(c) for c in cols]
+    row0 = [t[0] for t in texts]
     assert ",".join(row0) == "6.84,8556,0.724,0.106,0.0,0.0,2.936,0.429,0.003,0.0,3.409,0.498,0.978,0.143,0.001,0.0,4.698"
-    assert {str(np.asarray(c.values)[1]) for c in cols} == {"N/A"}  # a row without PMU (communication)
+    assert {t[1] for t in texts} == {"N/A"}  # a row without PMU (communication)
 
 
 @settings(max_examples=200, deadline=None)
@@ -244,3 +246,5 @@ def test_cube_usage_formatting_is_printf(xs: list[float]) -> None:
         assert (np.isnan(v) and np.isnan(g)) or g == float("%.6f" % v) and str(g) == str(float("%.6f" % v))
     codes, texts = pmu_export.fixed3_texts(x)
     assert [texts[c] for c in codes] == ["%.3f" % v for v in xs]
+    k, fast = pmu_export._fixed3_thousandths(x)  # the in-place rendering where it applies
+    assert [t for t, f in zip(csv_texts(Col.fixed3(k)), fast) if f] == ["%.3f" % v for v, f in zip(xs, fast) if f]

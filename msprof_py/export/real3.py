@@ -1,0 +1,78 @@
+"""SQLite's text of ``ROUND(x, 3)`` for whole columns, with no Python string per value.
+
+msprof's C++ analysis reads PMU metrics back from SQLite as ``ROUND(value, 3)`` and prints
+them as SQLite prints a REAL: the shortest digits, at least one decimal (``0.5``, ``12.0``,
+``3.142``).  For a value below 1e9 that text is ``k / 1000`` written with its trailing zeros
+dropped (one ``0`` kept), ``k`` the rounded value in thousandths, so a column is rendered from
+an int64 array ``k`` by the row renderer: integer part, ``.``, three digits from a table, then
+the trailing zeros turned into NUL padding (which the renderer drops).
+
+``sqlite_real_text`` (pmu_export) stays the per-value definition; a differential test checks
+this against it.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+
+from msprof_py.export.rows import digit_table, gather, magnitude, split, write_uint
+
+_LIMIT = 1e9  # below it a double's step is far under 0.0005: k / 1000 is exact text
+
+
+def round3_thousandths(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(k, exact)``: ``k`` (int64) is SQLite's ``ROUND(x, 3)`` of each value in thousandths,
+    valid where ``exact`` (finite and below 1e9 in magnitude; the others, rare, need the text
+    of :func:`~msprof_py.export.pmu_export.sqlite_real_text`).
+
+    numpy's rounding agrees with SQLite's except next to a tie (x * 1000 within a few ulps of
+    k + 0.5); those values are rounded by SQLite itself."""
+    v = np.asarray(values, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.round(v, 3) + 0.0
+        exact = np.abs(r) < _LIMIT
+        k = np.zeros(len(v), np.int64)
+        k[exact] = np.rint(r[exact] * 1000.0).astype(np.int64)
+        scaled = v * 1000.0
+        near_tie = exact & (np.abs(scaled - np.floor(scaled) - 0.5) <= 16 * np.spacing(np.abs(scaled)) + 1e-9)
+    if near_tie.any():
+        con = sqlite3.connect(":memory:")
+        try:
+            for i in np.flatnonzero(near_tie).tolist():
+                t = con.execute("SELECT CAST(ROUND(?, 3) AS TEXT)", (float(v[i]),)).fetchone()[0]
+                y = float(t) * 1000.0
+                if abs(y) < _LIMIT * 1000.0 and abs(y - round(y)) < 1e-6:
+                    k[i] = int(round(y))
+                else:  # not a 3-decimal text after all: let the caller print it
+                    exact[i] = False
+        finally:
+            con.close()
+    return k, exact
+
+
+def real3_width(k: np.ndarray) -> int:
+    """Characters for the widest of ``k`` thousandths as ``[-]whole.ddd``."""
+    if len(k) == 0:
+        return 5
+    lo, hi = int(k.min()), int(k.max())
+    return len(str(max(abs(lo), abs(hi)) // 1000)) + (1 if lo < 0 else 0) + 4
+
+
+def write_real3(out: np.ndarray, k: np.ndarray) -> None:
+    """Thousandths ``k`` into ``out`` (``(len(k), width)`` uint8, width from :func:`real3_width`)
+    as SQLite prints ``k / 1000``: ``1500 -> 1.5``, ``2000 -> 2.0``, ``-250 -> -0.25``."""
+    w = out.shape[1]
+    neg = k < 0
+    mag = magnitude(k) if neg.any() else k
+    whole, frac = split(mag, 1000)
+    if neg.any():
+        out[:, 0] = np.where(neg, ord("-"), 0)
+        write_uint(out[:, 1:w - 4], whole)
+    else:
+        write_uint(out[:, :w - 4], whole)
+    out[:, w - 4] = ord(".")
+    gather(out[:, w - 3:], digit_table(3, False), frac)
+    # trailing zeros become padding; ".000" keeps its first 0
+    out[:, w - 1][frac % 10 == 0] = 0
+    out[:, w - 2][frac % 100 == 0] = 0
