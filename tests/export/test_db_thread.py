@@ -48,23 +48,25 @@ def _db_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "msprof-py-db"]
 
 
-def _children() -> list[int]:
-    """Our child processes still running or not yet reaped (the DB processes must all be gone)."""
+def _children() -> set[int]:
+    """Our child processes still running or not yet reaped (the DB processes must all be gone;
+    compare with the set before: other tests of the session may leave helpers of their own)."""
     me = str(os.getpid())
-    out = []
+    out = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
         if fields[1] == me:
-            out.append(int(stat.parent.name))
+            out.add(int(stat.parent.name))
     return out
 
 
 @pytest.mark.parametrize("mode", ["process", "thread"])
 def test_db_beside_equals_the_db_after_the_text(two_devices: Path, tmp_path: Path, mode: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _children()
     started: list[tuple[str, int]] = []
     real_thread, real_put = db_thread.DbThread.__init__, db_process.DbProcesses.put
 
@@ -91,12 +93,13 @@ def test_db_beside_equals_the_db_after_the_text(two_devices: Path, tmp_path: Pat
     export(after, ExportOptions())
     assert len(started) == n
     assert _outputs(prof) == _outputs(after) and any(k.endswith(".db") for k in _outputs(prof))
-    assert not _db_threads() and not _children()
+    assert not _db_threads() and not _children() - before
 
 
 @pytest.mark.parametrize("mode", ["process", "thread", "after"])
 def test_db_error_beside_is_the_same_one_line_error(two_devices: Path, tmp_path: Path, mode: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _children()
     def full(*a, **k):  # type: ignore[no-untyped-def]
         raise sqlite3.OperationalError("database or disk is full")
 
@@ -110,12 +113,13 @@ def test_db_error_beside_is_the_same_one_line_error(two_devices: Path, tmp_path:
     assert "no space left on device" in errors[0] and ".db" in errors[0]
     assert _leftovers(prof) == [] and not list(prof.glob("*.db"))
     assert (prof / "mindstudio_profiler_output" / "op_summary_1.csv").exists()  # the text files came first
-    assert not _db_threads() and not _children()
+    assert not _db_threads() and not _children() - before
 
 
 @pytest.mark.parametrize("device", [0, 1])
 def test_a_killed_db_process_is_one_clear_error(two_devices: Path, tmp_path: Path, device: int,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _children()
     parent, real = os.getpid(), unified_db.Fill.add
 
     def killed(self, con, s):  # type: ignore[no-untyped-def]
@@ -130,12 +134,13 @@ def test_a_killed_db_process_is_one_clear_error(two_devices: Path, tmp_path: Pat
     assert res.exit_code != 0 and len(errors) == 1, res.output
     assert f"device {device} of 2" in errors[0] and "died" in errors[0] and ".db" in errors[0]
     assert _leftovers(prof) == [] and not list(prof.glob("*.db"))
-    assert not _children()
+    assert not _children() - before
 
 
 @pytest.mark.parametrize("mode", ["process", "thread"])
 def test_interrupted_export_stops_the_db(two_devices: Path, tmp_path: Path, mode: str,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _children()
     from msprof_py.export import rows
 
     real = rows.RowBuilder.chunks
@@ -153,7 +158,7 @@ def test_interrupted_export_stops_the_db(two_devices: Path, tmp_path: Path, mode
     r = CliRunner().invoke(cli, ["export", "--output", str(prof)])
     assert r.exit_code == 130, r.output
     assert _leftovers(prof) == [] and not list(prof.glob("*.db"))
-    assert not _db_threads() and not _children()
+    assert not _db_threads() and not _children() - before
 
 
 def test_stop_interrupts_a_running_statement_and_a_waiting_feed(tmp_path: Path) -> None:
