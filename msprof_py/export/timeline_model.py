@@ -2,6 +2,7 @@
 counters (integer columns, text rendered lazily) and streams its bytes chunk by chunk."""
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,11 +123,47 @@ class Timeline:
 @dataclass(frozen=True)
 class FileRange:
     """``length`` bytes at ``offset`` of an output file this export wrote: a rendered layer
-    without its last event's ``,\\n`` (the file's last event has ``\\n]`` there instead)."""
+    without its last event's ``,\\n`` (the file's last event has ``\\n]`` there instead).
+
+    ``checked``: the check's (problems, durations fitted) when the layer was the only one its
+    file checked, so a file that copies it reports what checking it again would report."""
 
     path: Path
     offset: int
     length: int
+    checked: tuple[tuple[str, ...], int] | None = None
+
+
+def content_key(s: Slices, tag: str) -> tuple[Any, ...] | None:
+    """A cache key naming ``s``'s bytes by its content: a digest of every column (numeric
+    columns' bytes, categoricals' codes and texts), so two layers built apart from the same rows
+    share one rendering.  Only for a layer that is alone on its threads in its file (the
+    viewer fitting of its durations then depends on nothing else).  None when a column is
+    neither numeric nor categorical (its texts would be hashed one by one)."""
+    h = hashlib.sha1()
+
+    def add(v: Any) -> bool:
+        if v is None or isinstance(v, str):
+            h.update(b"N" if v is None else b"S" + v.encode("utf-8", "surrogatepass") + b"\0")
+            return True
+        if isinstance(v, pd.Series):
+            v = v.array
+        if isinstance(v, pd.Categorical):
+            h.update(b"C" + "\0".join(map(str, v.categories.tolist())).encode("utf-8", "surrogatepass") + b"\1")
+            v = v.codes
+        a = np.asarray(v)
+        if a.dtype.kind not in "iub":
+            return False
+        h.update(f"A{a.dtype.str}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).data)
+        return True
+
+    parts = [s.name, s.pid, s.tid, s.start_ns, s.dur_ns, s.cat]
+    for a in s.args:
+        parts += [a.key, a.kind, a.values]
+    if not all(add(v) for v in parts):
+        return None
+    return (tag, len(s), h.hexdigest())
 
 
 SEPARATOR = b",\n"  # what every rendered event ends with

@@ -30,9 +30,19 @@ def json_array(chunks: Iterable[Any]) -> Iterator[Any]:
     yield (prev[:-2] + b"\n]\n") if prev else b"]\n"
 
 
-def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> None:
-    """Warn about events viewers would drop, and fit nested durations to the viewers' grid."""
+def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> tuple[tuple[str, ...], int] | None:
+    """Warn about events viewers would drop, and fit nested durations to the viewers' grid.
+    Returns (problems, durations fitted) when the file's one layer was checked here (what a
+    file copying that layer reports again), else None."""
     problems, changed = tl.check(skip=set(ctx.rendered))
+    layers = [s for s in tl.slices if len(s)]
+    own = None
+    if len(layers) == 1 and not tl.flows and getattr(layers[0], "cache_key", None) is not None:
+        done = ctx.rendered.get(layers[0].cache_key)
+        if done is None:
+            own = (tuple(problems), changed)
+        elif done.checked is not None:  # copied: what its check found, reported for this file too
+            problems, changed = list(done.checked[0]), done.checked[1]
     for p in problems:
         ctx.warnings.warn(f"{path.name}: {p} (viewers drop or misdraw such events)")
     if changed:
@@ -40,10 +50,11 @@ def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> None:
                          "sibling's start; their dur was written up to 1 us shorter so they stay nested in viewers "
                          "that read ts as doubles (0.25 us resolution at epoch times); exact durations are in the "
                          "summaries")
+    return own
 
 
 def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
-    check_timeline(tl, path, ctx)
+    checked = check_timeline(tl, path, ctx)
     trim()  # the check's sort keys back to the system before rendering
     size = 0
     layers: list[tuple[Any, int, int]] = []
@@ -58,7 +69,7 @@ def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> P
     # the layers rendered here are copied from this file by the next files that show them (the
     # last one without its separator, which became the closing bracket)
     for key, start, n in layers:
-        ctx.rendered[key] = FileRange(path, len(HEAD) + start, n - len(SEPARATOR))
+        ctx.rendered[key] = FileRange(path, len(HEAD) + start, n - len(SEPARATOR), checked)
     if size > PERFETTO_LIMIT_BYTES:
         ctx.warnings.warn(f"{path} is {size / 2**30:.2f} GB: the Perfetto UI cannot open {what} files over 1 GB; "
                           "export less with --model-id N --iteration-id N")
