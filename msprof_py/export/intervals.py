@@ -52,6 +52,8 @@ def _from_mask(bounds: np.ndarray, mask: np.ndarray) -> Intervals:
 
 def difference(a: Intervals, b: Intervals) -> Intervals:
     """Parts of ``a`` not covered by ``b``."""
+    if len(a[0]) == 1 and a[1][0] > a[0][0] and _disjoint(b):
+        return _complement(int(a[0][0]), int(a[1][0]), b)
     bounds = _sorted_unique(np.concatenate([a[0], a[1], b[0], b[1]]))
     if len(bounds) < 2:
         return a[0][:0], a[1][:0]
@@ -66,3 +68,22 @@ def gaps(iv: Intervals) -> Intervals:
         return s[:0], e[:0]
     keep = s[1:] > e[:-1]
     return e[:-1][keep], s[1:][keep]
+
+
+def _disjoint(iv: Intervals) -> bool:
+    """Sorted, with a positive gap between neighbours (what :func:`union` returns)."""
+    s, e = iv
+    return bool((e >= s).all() and (s[1:] > e[:-1]).all())
+
+
+def _complement(lo: int, hi: int, b: Intervals) -> Intervals:
+    """``[lo, hi)`` minus the sorted disjoint intervals ``b``: the gaps between them, clipped
+    (no sort of every bound: Overlap Analysis's Free is the device's span minus its busy time).
+    Empty intervals of ``b`` cover nothing and are left out first."""
+    s, e = b
+    keep = (e > s) & (e > lo) & (s < hi)
+    s, e = np.maximum(s[keep], lo), np.minimum(e[keep], hi)
+    starts = np.concatenate([[lo], e]).astype(np.int64)
+    ends = np.concatenate([s, [hi]]).astype(np.int64)
+    gap = ends > starts
+    return starts[gap], ends[gap]

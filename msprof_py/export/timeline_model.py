@@ -64,8 +64,7 @@ class Timeline:
         bounds = np.cumsum([0] + [len(s) for s in live])
         for group in _thread_groups(live):
             parts = [live[k] for k in group]
-            pid, tid, start, dur = (np.concatenate([np.asarray(getattr(s, c), np.int64) for s in parts])
-                                    for c in ("pid", "tid", "start_ns", "dur_ns"))
+            pid, tid, start, dur = (_column(parts, c) for c in ("pid", "tid", "start_ns", "dur_ns"))
             end = start + dur
             nest = nesting(pid, tid, start, end)
             if len(nest.bad):
@@ -95,8 +94,8 @@ class Timeline:
         return out, changed
 
     def chunks(self, ctx: ExportContext | None = None,
-               layers: list[tuple[tuple[Any, ...], int, int]] | None = None) -> Iterator[bytes | FileRange]:
-        """The events' bytes in file order.  With ``ctx``, a layer an earlier file of the export
+               layers: list[tuple[tuple[Any, ...], int, int]] | None = None) -> Iterator[Any]:
+        """The events' bytes in file order (``bytes`` or 1-D uint8 arrays: buffers to write).  With ``ctx``, a layer an earlier file of the export
         wrote (``ctx.rendered``) comes as a :class:`FileRange` of that file (the writer copies
         it); when ``layers`` is given, each cacheable layer rendered here is appended to it as
         (cache key, offset of its bytes in this stream, length) for the writer to register."""
@@ -113,11 +112,11 @@ class Timeline:
                 yield from _slice_chunks(s, ctx, layers, pos)
         for f in self.flows:
             if len(f):
-                yield from f.rows("s").chunks()
-                yield from f.rows("f").chunks()
+                yield from f.rows("s").chunks(raw=True)
+                yield from f.rows("f").chunks(raw=True)
         for c in self.counters:
             if len(c):
-                yield from c.rows().chunks()
+                yield from c.rows().chunks(raw=True)
 
 
 @dataclass(frozen=True)
@@ -180,7 +179,7 @@ def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None,
     if isinstance(s, RenderedSlices) and (ctx is None or s.cache_key not in ctx.rendered):
         raise ValueError(f"layer {s.cache_key} was not rendered by this export")
     if ctx is None or ctx.scratch is None or s.cache_key is None:
-        yield from s.rows().chunks()
+        yield from s.rows().chunks(raw=True)
         return
     done = ctx.rendered.get(s.cache_key)
     if done is not None:
@@ -188,11 +187,19 @@ def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None,
         yield SEPARATOR
         return
     start, n = (pos[0] if pos else 0), 0
-    for c in s.rows().chunks():
+    for c in s.rows().chunks(raw=True):
         n += len(c)
         yield c
     if layers is not None and n:
         layers.append((s.cache_key, start, n))
+
+
+def _column(parts: list[Slices], c: str) -> np.ndarray:
+    """One int64 column of a group of layers (a layer's own array when the group is one layer:
+    the check only reads it)."""
+    if len(parts) == 1:
+        return np.asarray(getattr(parts[0], c), np.int64)
+    return np.concatenate([np.asarray(getattr(s, c), np.int64) for s in parts])
 
 
 def _label_names(s: Slices) -> np.ndarray:

@@ -18,16 +18,17 @@ HEAD = b"[\n"
 
 def json_array(chunks: Iterable[Any]) -> Iterator[Any]:
     """``[`` + events (each ending ``,\\n``) + ``]``: the last separator becomes the bracket.
-    Chunks are bytes (a :class:`FileRange` passes through; it is never the last chunk)."""
+    Chunks are bytes or uint8 arrays (a :class:`FileRange` passes through; it is never the last
+    chunk)."""
     yield HEAD
-    prev = b""
+    prev: Any = b""
     for c in chunks:
-        if not c:
+        if not isinstance(c, FileRange) and len(c) == 0:
             continue
-        if prev:
+        if isinstance(prev, FileRange) or len(prev):
             yield prev
         prev = c
-    yield (prev[:-2] + b"\n]\n") if prev else b"]\n"
+    yield (bytes(memoryview(prev)[:-2]) + b"\n]\n") if len(prev) else b"]\n"
 
 
 def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> tuple[tuple[str, ...], int] | None:

@@ -1,0 +1,31 @@
+"""Overlap Analysis's interval sets: the complement of a busy set inside one span (Free) against
+the general difference (every bound sorted, elementary segments merged)."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from msprof_py.export import intervals
+
+
+def _difference_by_segments(a: intervals.Intervals, b: intervals.Intervals) -> intervals.Intervals:
+    bounds = intervals._sorted_unique(np.concatenate([a[0], a[1], b[0], b[1]]))
+    if len(bounds) < 2:
+        return a[0][:0], a[1][:0]
+    mids = bounds[:-1]
+    return intervals._from_mask(bounds, intervals._covered(a, mids) & ~intervals._covered(b, mids))
+
+
+raw = st.lists(st.tuples(st.integers(-50, 400), st.integers(0, 60)), max_size=40)
+
+
+@given(raw, st.integers(-100, 300), st.integers(1, 400))
+@settings(max_examples=400, deadline=None)
+def test_complement_in_one_span_equals_the_general_difference(rows: list, lo: int, width: int) -> None:
+    s = np.array([r[0] for r in rows], np.int64)
+    e = s + np.array([r[1] for r in rows], np.int64)  # zero-length intervals too
+    busy = intervals.union(s, e)
+    span = (np.array([lo], np.int64), np.array([lo + width], np.int64))
+    got, want = intervals.difference(span, busy), _difference_by_segments(span, busy)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
