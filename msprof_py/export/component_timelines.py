@@ -148,15 +148,22 @@ class ComponentTimeline:
             s, e = mine[0]
             # a call belongs to the window (previous end, end] holding its start
             w = np.searchsorted(w_end, s, side="left") if len(steps) else np.zeros(len(s), np.int64)
+            d = e - s
             inside = w < len(w_end)
-            w, d = w[inside], (e - s)[inside]
+            if not inside.all():
+                w, d = w[inside], d[inside]
             if len(w) == 0:
                 continue
-            order = np.argsort(w, kind="stable")
-            wins, at = np.unique(w[order], return_index=True)
-            total = np.add.reduceat(d[order], at)
+            if (w[1:] >= w[:-1]).all():  # calls in window order already (they start in order)
+                order, ws = None, w
+            else:
+                order = np.argsort(w, kind="stable")
+                ws, d = w[order], d[order]
+            at = np.flatnonzero(np.append(True, ws[1:] != ws[:-1]))  # each window's first call
+            wins = ws[at]
+            total = np.add.reduceat(d, at)
             count = np.diff(np.append(at, len(w)))
-            first = order[at]  # each window's first call
+            first = at if order is None else order[at]
             k = np.lexsort((first, w_start[wins]))  # by window start, then by first call
             wins, total, count = wins[k], total[k], count[k]
             n = len(wins)

@@ -52,7 +52,9 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
         api = api_of_device(session, device_id)
     # msprof's timelines leave out calls that began before profiling (raw begin 0: ApiDataViewModel
     # "where start > 0"; the C++ analysis drops them when it reads the data)
-    api = api[(i64(api["start_ns"]) > 0) & ~api["before_profiling"].eq(True).to_numpy()] if len(api) else api
+    if len(api):
+        shown = (i64(api["start_ns"]) > 0) & ~api["before_profiling"].eq(True).to_numpy()
+        api = api if shown.all() else api[shown]  # (a copy of every column only when rows go)
     if len(api) == 0:
         return api
     host_pid = i64(api["pid"])
