@@ -29,3 +29,26 @@ def test_complement_in_one_span_equals_the_general_difference(rows: list, lo: in
     span = (np.array([lo], np.int64), np.array([lo + width], np.int64))
     got, want = intervals.difference(span, busy), _difference_by_segments(span, busy)
     assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+@given(raw, raw)
+@settings(max_examples=400, deadline=None)
+def test_difference_of_two_unions_equals_the_general_difference(rows_a: list, rows_b: list) -> None:
+    sets = []
+    for rows in (rows_a, rows_b):
+        s = np.array([r[0] for r in rows], np.int64)
+        sets.append(intervals.union(s, s + np.array([r[1] for r in rows], np.int64)))
+    got, want = intervals.difference(*sets), _difference_by_segments(*sets)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+@given(raw)
+@settings(max_examples=200, deadline=None)
+def test_union_of_rows_in_start_order_or_not(rows: list) -> None:
+    s = np.array([r[0] for r in rows], np.int64)
+    e = s + np.array([r[1] for r in rows], np.int64)
+    o = np.argsort(s, kind="stable")
+    a, b = intervals.union(s, e), intervals.union(s[o], e[o])
+    assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+    covered = {t for x, y in zip(s.tolist(), e.tolist()) for t in range(x, y)}
+    assert covered == {t for x, y in zip(*a) for t in range(int(x), int(y))}
