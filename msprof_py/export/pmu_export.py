@@ -128,8 +128,7 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
         cols.append(Col.text(pd.Categorical(extra[order]), number=True))
     if v4 and "aic_mac_ratio" in headers and CUBE_BASE in p.columns:
         headers.append("cube_utilization(%)")
-        cols.append(Col.text(_cube_usage(p[CUBE_BASE].to_numpy(np.float64)[idx[hit]], hit, total, order, dur_ns),
-                             number=True))
+        cols.append(_cube_usage(p[CUBE_BASE].to_numpy(np.float64)[idx[hit]], hit, total, order, dur_ns))
     return headers, cols
 
 
@@ -170,7 +169,7 @@ def _memory_bound(rounded: dict[str, np.ndarray], hit: np.ndarray, total: int) -
 
 
 def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int,
-                order: np.ndarray, dur_ns: np.ndarray) -> pd.Categorical:
+                order: np.ndarray, dur_ns: np.ndarray) -> Col:
     """``cube_utilization(%)`` cells in the final row order (``order``; ``dur_ns`` already in it).
 
     C++: ``std::to_string`` (6 decimals) of cycles / (freq * cores) * 100, read back as a double,
@@ -183,13 +182,23 @@ def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int,
     dur_us = np.round(np.asarray(dur_ns, np.float64) / 1000.0, 3)
     ok = ~np.isnan(val)
     nz = ok & (dur_us != 0)
-    txt_codes, texts = fixed3_texts(val[nz] / dur_us[nz])
+    q = val[nz] / dur_us[nz]
+    k, fast = _fixed3_thousandths(q)
+    if fast.all():  # numbers rendered in place, no text per task
+        special = np.full(total, 1, np.uint8)  # N/A
+        special[ok & (dur_us == 0)] = 2
+        special[nz] = 0
+        k_all = np.zeros(total, np.int64)
+        k_all[nz] = k
+        return Col.fixed3(k_all, special=(special, ["N/A", "0"]))
+    txt_codes, texts = fixed3_texts(q)
     codes = np.full(total, len(texts), np.int64)
     texts = texts + ["N/A", "0"]
     codes[ok & (dur_us == 0)] = len(texts) - 1
     codes[nz] = txt_codes
     cat_codes, cats = pd.factorize(np.asarray(texts, dtype=object))  # a text made twice is one category
-    return pd.Categorical.from_codes(cat_codes[codes], categories=pd.Index(cats, dtype=object))
+    return Col.text(pd.Categorical.from_codes(cat_codes[codes], categories=pd.Index(cats, dtype=object)),
+                    number=True)
 
 
 def _exact_rint(y: np.ndarray) -> np.ndarray:
@@ -212,6 +221,18 @@ def to_string_6(x: np.ndarray) -> np.ndarray:
     if slow.any():
         out[slow] = np.char.mod("%.6f", x[slow]).astype(np.float64)
     return out
+
+
+def _fixed3_thousandths(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(k, fast): ``"%.3f" % v`` is ``k / 1000`` with three decimals where ``fast`` (the
+    thousandths' rint is exact and the value not negative)."""
+    q = np.asarray(q, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = q * 1000.0
+        fast = _exact_rint(y) & ~np.signbit(q)  # (-0.0 prints "-0.000")
+    k = np.zeros(len(q), np.int64)
+    k[fast] = np.rint(y[fast]).astype(np.int64)
+    return k, fast
 
 
 def fixed3_texts(q: np.ndarray) -> tuple[np.ndarray, list[str]]:

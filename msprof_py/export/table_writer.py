@@ -38,7 +38,9 @@ class Col:
     stamp: bool = False
     quote: bool = False
     number: bool = False
-    na_mask: np.ndarray | None = None  # rows shown as N/A instead of the value (int/us columns)
+    na_mask: np.ndarray | None = None  # rows shown as N/A instead of the value (number columns)
+    # rows shown as other fixed texts: (codes, texts), code c >= 1 shows texts[c - 1], 0 the value
+    special: tuple[np.ndarray, list[str]] | None = None
 
     @staticmethod
     def ints(values: Any, na_mask: np.ndarray | None = None) -> "Col":
@@ -47,6 +49,11 @@ class Col:
     @staticmethod
     def us(ns: Any, stamp: bool = False, na_mask: np.ndarray | None = None) -> "Col":
         return Col("us", np.asarray(ns, dtype=np.int64), stamp=stamp, na_mask=na_mask)
+
+    @staticmethod
+    def fixed3(thousandths: Any, special: tuple[np.ndarray, list[str]] | None = None) -> "Col":
+        """``"%.3f"`` of ``thousandths / 1000`` (non-negative), or a fixed text per ``special``."""
+        return Col("us", _integers(thousandths), special=special)
 
     @staticmethod
     def real3(thousandths: Any, na_mask: np.ndarray | None = None) -> "Col":
@@ -146,15 +153,24 @@ def _add_cell(rb: RowBuilder, col: Col, json_mode: bool) -> None:
             texts = csv_cells(cats, col.quote)
         rb.cat(codes, texts or [""])
         return
-    na = col.na_mask if col.na_mask is not None and np.any(col.na_mask) else None
-    # (a column that already holds 0 on its N/A rows is not copied)
-    vals = col.values if na is None or not col.values[na].any() else np.where(na, 0, col.values)
+    codes, texts = _specials(col)
     quote = json_mode and col.stamp
-    if na is not None:
-        na_text = '"N/A"' if json_mode else "N/A"
-        rb.block(*_na_block(vals, na, col.kind, quote, col.stamp and not json_mode, na_text))
+    if codes is None:
+        _number(rb, col.kind, col.values, quote, col.stamp and not json_mode)
         return
-    _number(rb, col.kind, vals, quote, col.stamp and not json_mode)
+    shown = [_json_text(t, True) for t in texts] if json_mode else texts
+    # (a column that already holds 0 on its special rows is not copied)
+    vals = col.values if not col.values[codes != 0].any() else np.where(codes != 0, 0, col.values)
+    rb.block(*_special_block(vals, codes, shown, col.kind, quote, col.stamp and not json_mode))
+
+
+def _specials(col: Col) -> tuple[np.ndarray | None, list[str]]:
+    """(codes, texts) of the rows not showing the number (None when every row does)."""
+    if col.special is not None and np.any(col.special[0]):
+        return col.special
+    if col.na_mask is not None and np.any(col.na_mask):
+        return np.asarray(col.na_mask, bool).view(np.uint8), ["N/A"]
+    return None, []
 
 
 def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool) -> None:
@@ -172,18 +188,19 @@ def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool)
         rb.lit('"')
 
 
-def _na_block(vals: np.ndarray, na: np.ndarray, kind: str, quote: bool, tab: bool, na_text: str):
-    """(width, fill) writing either the formatted number or ``N/A`` per row."""
+def _special_block(vals: np.ndarray, codes: np.ndarray, texts: list[str], kind: str, quote: bool, tab: bool):
+    """(width, fill) writing per row the formatted number (code 0) or ``texts[code - 1]``."""
     from msprof_py.export.rows import int_width, us3_width, write_int, write_us3
 
     numw, write = {"int": (int_width, write_int), "us": (us3_width, write_us3),
                    "real3": (real3_width, write_real3)}[kind]
     numw = numw(vals)
-    na_b = np.frombuffer(na_text.encode(), dtype=np.uint8)
+    encoded = [np.frombuffer(t.encode(), dtype=np.uint8) for t in texts]
     body = numw + (2 if quote else 0) + (1 if tab else 0)
-    width = max(body, len(na_b))
-    na_row = np.zeros(width, dtype=np.uint8)  # N/A, then NUL padding
-    na_row[:len(na_b)] = na_b
+    width = max([body] + [len(e) for e in encoded])
+    rows = np.zeros((len(texts), width), dtype=np.uint8)  # each text, then NUL padding
+    for i, e in enumerate(encoded):
+        rows[i, :len(e)] = e
 
     def fill(out: np.ndarray, a: int, b: int) -> None:
         out[:, :width - body] = 0
@@ -198,7 +215,9 @@ def _na_block(vals: np.ndarray, na: np.ndarray, kind: str, quote: bool, tab: boo
             pos += 1
         if quote:
             out[:, pos] = ord('"')
-        out[na[a:b]] = na_row
+        c = codes[a:b]
+        for i in range(len(texts)):
+            out[c == i + 1] = rows[i]
 
     return width, fill
 

@@ -33,12 +33,14 @@ def take(cat: pd.Categorical, idx: np.ndarray, default: str) -> pd.Categorical:
     d = cats.index(default)
     idx = np.asarray(idx)
     src = np.asarray(cat.codes)
-    codes = np.full(len(idx), d, np.int32)
-    ok = idx >= 0
-    if len(src):
-        c = src[idx[ok]]
-        codes[ok] = np.where(c >= 0, c, d)
-    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+    # one gather from the source codes (a missing one as ``default``) plus a last slot, ``default``,
+    # that index -1 picks
+    table = np.empty(len(src) + 1, code_dtype(len(cats)))
+    table[:-1] = src
+    if len(src) and int(src.min()) < 0:
+        table[:-1][src < 0] = d
+    table[-1] = d
+    return _from_codes(table[idx], cats)
 
 
 def where(mask: np.ndarray, a: pd.Categorical, b: pd.Categorical) -> pd.Categorical:
@@ -48,11 +50,20 @@ def where(mask: np.ndarray, a: pd.Categorical, b: pd.Categorical) -> pd.Categori
     extra = [c for c in b.categories if c not in pos]
     cats = a_cats + extra
     pos.update({c: len(a_cats) + i for i, c in enumerate(extra)})
-    remap = np.array([pos[c] for c in b.categories], dtype=np.int32)
-    bc = np.asarray(b.codes)
-    b_codes = np.where(bc >= 0, remap[np.maximum(bc, 0)] if len(remap) else -1, -1)
-    codes = np.where(mask, np.asarray(a.codes), b_codes).astype(np.int32)
-    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+    # b's codes into the joined categories; a missing code (-1) picks the last slot: -1
+    remap = np.array([pos[c] for c in b.categories] + [-1], dtype=code_dtype(len(cats)))
+    return _from_codes(np.where(mask, np.asarray(a.codes), remap[np.asarray(b.codes)]), cats)
+
+
+def code_dtype(n: int) -> type:
+    """The smallest signed integer type holding codes 0 .. n - 1 and -1 (what pandas keeps)."""
+    return np.int8 if n <= 127 else np.int16 if n <= 32767 else np.int32 if n < 2**31 else np.int64
+
+
+def _from_codes(codes: np.ndarray, cats: list) -> pd.Categorical:
+    """A Categorical of valid ``codes`` (-1 .. len(cats) - 1) over distinct ``cats``, without
+    pandas' check of every code."""
+    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object), validate=False)
 
 
 def isin(cat: pd.Categorical, values) -> np.ndarray:
@@ -88,19 +99,23 @@ def frame(columns: dict) -> pd.DataFrame:
 
 def normalize(df: pd.DataFrame) -> pd.DataFrame:
     """Every categorical column: unused categories dropped, the rest sorted (a canonical form,
-    so the same data always gives the same codes whatever path built the column)."""
+    so the same data always gives the same codes whatever path built the column).  A column in
+    that form already (every category used, sorted, plain strings) is left as it is."""
     for c in df.columns:
         if isinstance(df[c].dtype, pd.CategoricalDtype):
             cat = df[c].array
             codes = np.asarray(cat.codes)
             labels = np.asarray(cat.categories, dtype=object)
-            valid = codes[codes >= 0]
-            used = np.flatnonzero(np.bincount(valid, minlength=len(labels))) if len(labels) else valid[:0]
-            order = np.argsort(labels[used].astype(str), kind="stable")
-            remap = np.full(len(labels), -1, np.int32)
-            remap[used[order]] = np.arange(len(used), dtype=np.int32)
-            new = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1).astype(np.int32)
-            df[c] = pd.Categorical.from_codes(new, categories=pd.Index(labels[used[order]].astype(str), dtype=object))
+            used = np.flatnonzero(np.bincount(codes.astype(np.intp) + 1, minlength=len(labels) + 1)[1:]) \
+                if len(labels) else np.zeros(0, np.intp)
+            names = labels[used].astype(str)
+            order = np.argsort(names, kind="stable")
+            if (len(used) == len(labels) and cat.categories.dtype == object
+                    and np.array_equal(order, np.arange(len(order))) and all(type(x) is str for x in labels)):
+                continue
+            remap = np.full(len(labels) + 1, -1, code_dtype(len(used)))  # the last slot: a missing code
+            remap[used[order]] = np.arange(len(used))
+            df[c] = _from_codes(remap[codes], list(names[order]))
     return df
 
 
@@ -113,8 +128,8 @@ def concat_rows(parts: list[pd.DataFrame], sort_by: list[str] | None = None) -> 
     ``sort_values`` copied every row twice and held both copies at once (the task table of a
     PROF dir: ~125 MB per million tasks each)."""
     parts = [p for p in parts if len(p)] or parts[:1]
-    if len(parts) == 1 and not sort_by:
-        return parts[0]
+    if len(parts) == 1 and (not sort_by or in_order([parts[0][c].to_numpy() for c in sort_by])):
+        return parts[0]  # one frame, in order already (a device's joined tasks usually are): no copy
 
     def joined(c: str):
         arrays = [p[c].array for p in parts]
@@ -125,9 +140,29 @@ def concat_rows(parts: list[pd.DataFrame], sort_by: list[str] | None = None) -> 
         return pd.concat([p[c] for p in parts], ignore_index=True).array
 
     keys = {c: joined(c) for c in sort_by or ()}
-    order = np.lexsort([np.asarray(keys[c]) for c in reversed(sort_by)]) if sort_by else None
+    order = None
+    if sort_by and not in_order([np.asarray(keys[c]) for c in sort_by]):
+        order = np.lexsort([np.asarray(keys[c]) for c in reversed(sort_by)])
     out = {}
     for c in parts[0].columns:
         col = keys.pop(c) if c in keys else joined(c)
         out[c] = col if order is None else (col.take(order) if not isinstance(col, np.ndarray) else col[order])
     return frame(out)
+
+
+def in_order(keys: list[np.ndarray]) -> bool:
+    """Whether rows are in the order ``np.lexsort(keys[::-1])`` (stable) gives them already:
+    sorted by the first key, ties by the next... (a pass per key; a device's joined tasks
+    usually are, by start)."""
+    n = len(keys[0]) if keys else 0
+    if n < 2:
+        return True
+    tie = np.ones(n - 1, bool)
+    for k in keys:
+        a, b = k[:-1], k[1:]
+        if (tie & (b < a)).any():
+            return False
+        tie &= b == a
+        if not tie.any():
+            break
+    return True

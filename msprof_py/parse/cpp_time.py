@@ -62,10 +62,16 @@ def _hp_double(whole: np.ndarray, milli: np.ndarray) -> np.ndarray:
     ans = np.zeros(len(whole), dtype=np.float64)
     for k, d in ((-3, milli % 10), (-2, (milli // 10) % 10), (-1, milli // 100)):
         ans = ans + d.astype(np.float64) * (10.0 ** k)
-    rest, k = whole, 0
-    while len(rest) and rest.max() > 0:
-        rest, d = np.divmod(rest, 10)
-        ans += d * (10.0 ** k)  # int64 * double: the product in doubles, then the sum, as C++
+    top = int(whole.max()) if len(whole) else 0
+    rest, q, term = whole.copy(), np.empty_like(whole), np.empty(len(whole))
+    k = 0
+    while top > 0:  # one pass per digit of the largest value (a zero digit adds +0.0)
+        np.floor_divide(rest, 10, out=q)  # by a constant: multiply and shift, not np.divmod's division
+        np.subtract(rest, q * 10, out=rest)  # the digit
+        np.multiply(rest, 10.0 ** k, out=term)  # int64 * double: the product in doubles, then the sum, as C++
+        ans += term
+        rest, q = q, rest
+        top //= 10
         k += 1
     return ans
 

@@ -150,6 +150,9 @@ class ProfSource:
         self.host = Session.from_tables(path=prof, **host)
         self.host.all_devices = self.all_devices
         self.finished = False
+        # the tables of a one-device dir just built: an export reads that device again right away
+        # (:meth:`device`), so they are handed over instead of read back from the cache
+        self._kept: tuple[int, dict[str, pd.DataFrame]] | None = None
 
     def session(self, part: dict[str, pd.DataFrame]) -> Session:
         """A session of the host tables and one device's (``part``); once every device is built,
@@ -175,6 +178,8 @@ class ProfSource:
             meta = self.writer.meta[device_id]
         else:
             meta = part_meta(part, readers)
+        if self.devices == [device_id]:
+            self._kept = (device_id, part)
         return self.session(part), DevicePart(device_id, meta, log)
 
     def add(self, info: DevicePart) -> None:
@@ -209,7 +214,12 @@ class ProfSource:
         decoded again (its warnings were given the first time).  ``categories``: the task
         columns' categories to set (:meth:`categories`: then every string function of the
         columns sees what it sees on the whole session)."""
-        part = cache.load(self.prof, self.key, part_name(device_id)) if self.use_cache else None
+        part = None
+        if self._kept is not None and self._kept[0] == device_id and not categories:
+            part = self._kept[1]  # once: a later read (the advice, the DB) comes from the cache
+            self._kept = None
+        elif self.use_cache:
+            part = cache.load(self.prof, self.key, part_name(device_id))
         if part is None:
             part, _ = build.build_device(self._stage(), device_id, WarningLog())
         if categories:

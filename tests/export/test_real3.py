@@ -37,3 +37,18 @@ def test_na_rows() -> None:
     k = np.array([1500, 0, -250, 123456789], np.int64)
     na = np.array([False, True, False, False])
     assert csv_texts(Col.real3(k, na_mask=na)) == ["1.5", "N/A", "-0.25", "123456.789"]
+
+
+def test_cube_usage_cells_na_zero_and_values() -> None:
+    """cube_utilization(%): N/A without PMU, "0" for a zero duration, "%.3f" otherwise (and the
+    categorical path for values the in-place rendering cannot print)."""
+    from msprof_py.export.pmu_export import _cube_usage
+
+    base = np.array([50.0, 10.0, 33.3333333, -1.0])
+    hit = np.array([True, True, False, True, True])
+    order = np.arange(6)
+    dur = np.array([2000, 0, 1000, 3000, 1000, 1000])  # the 6th row: no PMU (communication)
+    fast = _cube_usage(base[:3], hit[:4] & np.array([1, 1, 0, 1], bool), 6, order, dur)
+    assert fast.kind == "us" and csv_texts(fast) == ["25.000", "0", "N/A", "11.111", "N/A", "N/A"]
+    slow = _cube_usage(base, hit, 6, order, dur)  # a negative value: printf's texts
+    assert slow.kind == "text" and csv_texts(slow) == ["25.000", "0", "N/A", "11.111", "-1.000", "N/A"]

@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from msprof_py.errors import WarningLog
 from msprof_py.export import pmu_export
-from msprof_py.export.table_writer import csv_texts
+from msprof_py.export.table_writer import Col, csv_texts
 from msprof_py.parse.pmu import assoc, freq as freq_table, metrics as M
 from msprof_py.parse.reader import Stream, read_records
 from msprof_py.parse.records.parts import DecodeContext, Parts
@@ -122,8 +122,8 @@ def test_pipe_utilization_exct_real_910b_record() -> None:
     assert _fmt(vals, names) == ["0.0", "0.0", "0.0", "0.941", "0.0", "0.0", "0.0", "0.0", "0.0", "0.0", "0.005"]
     # cube_utilization: cycles / (1650 MHz * 20 cores) * 100 / 132.123 us
     base = np.array([4009343 / (1650 * 20) * 100])
-    txt = pmu_export._cube_usage(base, np.array([True]), 1, np.array([0]), np.array([132123]))
-    assert txt.tolist() == ["91.956"]
+    col = pmu_export._cube_usage(base, np.array([True]), 1, np.array([0]), np.array([132123]))
+    assert csv_texts(col) == ["91.956"]
 
 
 def test_pipe_utilization_aiv_real_910b_record() -> None:
@@ -246,3 +246,5 @@ def test_cube_usage_formatting_is_printf(xs: list[float]) -> None:
         assert (np.isnan(v) and np.isnan(g)) or g == float("%.6f" % v) and str(g) == str(float("%.6f" % v))
     codes, texts = pmu_export.fixed3_texts(x)
     assert [texts[c] for c in codes] == ["%.3f" % v for v in xs]
+    k, fast = pmu_export._fixed3_thousandths(x)  # the in-place rendering where it applies
+    assert [t for t, f in zip(csv_texts(Col.fixed3(k)), fast) if f] == ["%.3f" % v for v, f in zip(xs, fast) if f]

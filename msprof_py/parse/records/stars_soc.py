@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
-from msprof_py.parse.keys import group_codes, last_le
+from msprof_py.parse.keys import group_codes
 from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw import stars_soc as raw
 from msprof_py.raw.common import INVALID_U32
@@ -40,10 +40,14 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     sqe = raw.sqe_type(word0[idx])
     stream, task = raw.physical_ids(parts.col("stream_id")[idx], parts.col("task_id")[idx], ctx.expand_status, sqe)
     ffts = ffts[idx]
-    ctx_id = np.where(ffts, parts.col("sub_task_id", view=raw.FFTS_DTYPE)[idx].astype(np.int64), INVALID_U32)
-    sub = (parts.col("sub_task_type", view=raw.FFTS_DTYPE)[idx] & 0xFF).astype(np.int64)
-    # type code space: ACSQ sqe types as-is, FFTS sub-task types offset by 1000
-    tcode = np.where(ffts, 1000 + sub, sqe.astype(np.int64))
+    if ffts.any():
+        ctx_id = np.where(ffts, parts.col("sub_task_id", view=raw.FFTS_DTYPE)[idx].astype(np.int64), INVALID_U32)
+        sub = (parts.col("sub_task_type", view=raw.FFTS_DTYPE)[idx] & 0xFF).astype(np.int64)
+        # type code space: ACSQ sqe types as-is, FFTS sub-task types offset by 1000
+        tcode = np.where(ffts, 1000 + sub, sqe.astype(np.int64))
+    else:  # ACSQ logs only: no sub-task fields to read
+        ctx_id = np.full(len(idx), INVALID_U32, np.int64)
+        tcode = sqe.astype(np.int64)
     f = func[idx]
     is_start = (f == raw.FUNC_ACSQ_START) | (f == raw.FUNC_FFTS_START)
     return pair(stream, task, ctx_id, parts.col("timestamp")[idx], is_start, tcode, warnings, parts.label)
@@ -53,18 +57,21 @@ def pair(stream, task, ctx, ts, is_start, tcode, warnings: WarningLog, where: st
     """Queue-merge start/end logs per (stream, task, context) key (vectorised)."""
     key = group_codes(stream, task, ctx)
     order = _order(key, ts, is_start)  # by key, time; a start before an end at equal time
-    k, t, st = key[order], ts[order], is_start[order]
+    k, st = key[order], is_start[order]
     s_pos = np.flatnonzero(st)
     e_pos = np.flatnonzero(~st)
-    # for each end: the last start of the same key at or before it
-    cand = last_le(k[s_pos], t[s_pos], k[e_pos], t[e_pos])
+    cand = _last_start(k, st, e_pos)
     ok = cand >= 0
     # first end claiming a start wins (ends are time-ordered within a key)
     claimed = np.zeros(len(s_pos), bool)
     first_claim = np.zeros(len(e_pos), bool)
     if ok.any():
         c = cand[ok]
-        uniq, first_idx = np.unique(c, return_index=True)
+        if len(c) < 2 or bool(np.all(c[1:] >= c[:-1])):  # as the order gives them: no sort needed
+            first_idx = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+            uniq = c[first_idx]
+        else:
+            uniq, first_idx = np.unique(c, return_index=True)
         sel = np.flatnonzero(ok)[first_idx]
         first_claim[sel] = True
         claimed[uniq] = True
@@ -88,6 +95,21 @@ def pair(stream, task, ctx, ts, is_start, tcode, warnings: WarningLog, where: st
     return {name: (v[o] if not isinstance(v, pd.Categorical) else v[o]) for name, v in out.items()}
 
 
+def _last_start(k: np.ndarray, st: np.ndarray, e_pos: np.ndarray) -> np.ndarray:
+    """For each end (positions ``e_pos`` of the (key, time, start first) order): the index among
+    the starts of the last start of its key at or before its time, else -1.  In that order every
+    such start comes before the end and every later one after it, so it is the last start before
+    the end's position when that one has the end's key (one running maximum, no search)."""
+    n = len(st)
+    if not len(e_pos):
+        return np.zeros(0, np.int64)
+    last = np.maximum.accumulate(np.where(st, np.arange(n), -1))[e_pos]
+    ok = last >= 0
+    ok[ok] = k[last[ok]] == k[e_pos[ok]]
+    rank = np.cumsum(st) - 1
+    return np.where(ok, rank[np.maximum(last, 0)], -1)
+
+
 def _order(key: np.ndarray, ts: np.ndarray, is_start: np.ndarray) -> np.ndarray:
     """Stable order by (key, time, end after start): one argsort of a packed int64 when key and
     time span fit in 62 bits together (a lexsort of three columns costs ~3x more), else lexsort."""
@@ -104,7 +126,12 @@ def _order(key: np.ndarray, ts: np.ndarray, is_start: np.ndarray) -> np.ndarray:
 
 
 def type_names(tcode: np.ndarray) -> pd.Categorical:
-    uniq, inv = np.unique(tcode, return_inverse=True)
+    tcode = np.asarray(tcode, np.int64)
+    if len(tcode) and int(tcode.min()) >= 0 and int(tcode.max()) < 1 << 16:  # the codes are small:
+        present = np.bincount(tcode) > 0  # distinct values and ranks by counting, not by a sort
+        uniq, inv = np.flatnonzero(present), (np.cumsum(present) - 1)[tcode]
+    else:
+        uniq, inv = np.unique(tcode, return_inverse=True)
     names = [raw.FFTS_SUBTASK_TYPES.get(int(c) - 1000, str(int(c) - 1000)) if c >= 1000
              else raw.SQE_TYPES.get(int(c), str(int(c))) for c in uniq]
     cats, codes = np.unique(np.array(names, dtype=object), return_inverse=True) if names else ([], [])
