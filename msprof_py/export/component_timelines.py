@@ -120,7 +120,8 @@ class ComponentTimeline:
             for code, (_, levels) in enumerate(COMPONENTS):
                 m = is_in(api["level"], levels)  # per category, not a Categorical rebuilt per call
                 if m.any():
-                    parts.append((code, start[m], end[m]))
+                    k = np.flatnonzero(m)  # (positions, then takes: the levels interleave)
+                    parts.append((code, start[k], end[k]))
         rows = shown_rows(session, dev)  # the shown tasks' two columns, not a copy of their table
         if len(rows):
             s = i64(session.tasks["start_ns"])[rows]

@@ -150,7 +150,8 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
                 roots.append(idx[root_pos][overlap])
                 rounds.append(np.full(int(overlap.sum()), depth, np.int64))
             keep = ~root & ~overlap  # followers of root r form group r (contiguous, still in order)
-            idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
+            kp = np.flatnonzero(keep)  # (positions, then takes: masks this interleaved are slow)
+            idx, s, e, group = idx[kp], s[kp], e[kp], idx[root_pos[kp]]
             is_slice_group, root = True, None
             depth += 1
         if bad:  # thread codes are in order of first appearance: the first slice of each
@@ -234,31 +235,32 @@ def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
         return out, 0
     if nest is None:
         nest = nesting(np.asarray(pid), np.asarray(tid), start, start + out)
-    parent, prev = nest.parent, nest.prev
+    # the links, the same in every round: children and their parents, slices and their next
+    # sibling (a slice is the previous sibling of at most one), as positions (not masks)
+    kids = np.flatnonzero(nest.parent >= 0)
+    later = np.flatnonzero(nest.prev >= 0)
+    links = (kids, nest.parent[kids], nest.prev[later], later)
     sv = viewer_ns(start)
     changed = np.zeros(len(out), bool)
     for _ in range(4):  # a shortened parent tightens its children: repeat until stable
-        fix = _tighten(out, sv, parent, prev, slack_ns, max_shift_ns)
+        fix = _tighten(out, sv, links, slack_ns, max_shift_ns)
         if not fix.any():
             break
         changed |= fix
     return out, int(changed.sum())
 
 
-def _tighten(out: np.ndarray, sv: np.ndarray, parent: np.ndarray, prev: np.ndarray, slack_ns: int,
-             max_shift_ns: int) -> np.ndarray:
+def _tighten(out: np.ndarray, sv: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+             slack_ns: int, max_shift_ns: int) -> np.ndarray:
+    kids, parents, earlier, later = links
     limit = np.full(len(out), np.iinfo(np.int64).max, np.int64)  # latest allowed viewer end
-    has_p = parent >= 0
-    limit[has_p] = sv[parent[has_p]] + out[parent[has_p]] - slack_ns
+    limit[kids] = sv[parents] + out[parents] - slack_ns
     # the previous sibling must end before this slice starts
-    nxt = np.full(len(out), -1, np.int64)
-    has_prev = prev >= 0
-    nxt[prev[has_prev]] = np.flatnonzero(has_prev)
-    has_n = nxt >= 0
-    limit[has_n] = np.minimum(limit[has_n], sv[nxt[has_n]] - slack_ns)
+    limit[earlier] = np.minimum(limit[earlier], sv[later] - slack_ns)
     end_v = sv + out
     fix = (end_v > limit) & (end_v - limit <= max_shift_ns) & (limit - sv >= 0)
-    out[fix] = limit[fix] - sv[fix]
+    f = np.flatnonzero(fix)
+    out[f] = limit[f] - sv[f]
     return fix
 
 

@@ -129,3 +129,42 @@ def test_one_thread_fast_paths_as_the_general_walk(rows: list, base: int, scale:
     new, old = nesting(pid, tid, start, end), _nesting_before(pid, tid, start, end)
     for f in ("parent", "prev", "bad", "root", "bad_round", "bad_thread_first"):
         assert getattr(new, f).tolist() == getattr(old, f).tolist(), f
+
+
+def _viewer_durations_before(start: np.ndarray, dur: np.ndarray, nest: Nesting, slack_ns: int = 256,
+                             max_shift_ns: int = 1024) -> tuple[np.ndarray, int]:
+    from msprof_py.export.validate import viewer_ns
+    out = dur.copy()
+    parent, prev = nest.parent, nest.prev
+    sv = viewer_ns(start)
+    changed = np.zeros(len(out), bool)
+    for _ in range(4):
+        limit = np.full(len(out), np.iinfo(np.int64).max, np.int64)
+        has_p = parent >= 0
+        limit[has_p] = sv[parent[has_p]] + out[parent[has_p]] - slack_ns
+        nxt = np.full(len(out), -1, np.int64)
+        has_prev = prev >= 0
+        nxt[prev[has_prev]] = np.flatnonzero(has_prev)
+        has_n = nxt >= 0
+        limit[has_n] = np.minimum(limit[has_n], sv[nxt[has_n]] - slack_ns)
+        end_v = sv + out
+        fix = (end_v > limit) & (end_v - limit <= max_shift_ns) & (limit - sv >= 0)
+        out[fix] = limit[fix] - sv[fix]
+        if not fix.any():
+            break
+        changed |= fix
+    return out, int(changed.sum())
+
+
+@given(slices, bases, st.integers(1, 300))
+@settings(max_examples=300, deadline=None)
+def test_viewer_fitting_as_before(rows: list, base: int, scale: int) -> None:
+    """The fitting on the nesting's links as positions (not masks) fits the same durations."""
+    from msprof_py.export.validate import viewer_durations
+    pid, tid, start, dur = (np.array(c, np.int64) for c in zip(*rows))
+    start = base + start * scale
+    dur = dur * scale
+    nest = nesting(pid, tid, start, start + dur)
+    got, n = viewer_durations(pid, tid, start, dur, nest=nest)
+    want, m = _viewer_durations_before(start, dur, nest)
+    assert got.tolist() == want.tolist() and n == m
