@@ -146,11 +146,11 @@ def test_interrupted_export_stops_the_db(two_devices: Path, tmp_path: Path, mode
     real = rows.RowBuilder.chunks
     calls = []
 
-    def dying(self, chunk_rows=rows.CHUNK_ROWS):  # type: ignore[no-untyped-def]
+    def dying(self, chunk_rows=rows.CHUNK_ROWS, **kw):  # type: ignore[no-untyped-def]
         calls.append(1)
         if len(calls) > 12:  # well into the export: the DB has device 0 (or more)
             raise KeyboardInterrupt
-        yield from real(self, chunk_rows)
+        yield from real(self, chunk_rows, **kw)
 
     monkeypatch.setattr(rows.RowBuilder, "chunks", dying)
     monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1" if mode == "process" else "0")
