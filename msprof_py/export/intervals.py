@@ -12,8 +12,11 @@ def union(start: np.ndarray, end: np.ndarray) -> Intervals:
     end = np.asarray(end, np.int64)
     if len(start) == 0:
         return start[:0], end[:0]
-    o = np.argsort(start, kind="stable")
-    s, e = start[o], end[o]
+    if (start[1:] >= start[:-1]).all():  # in start order already (a device's tasks): no sort
+        s, e = start, end
+    else:
+        o = np.argsort(start, kind="stable")
+        s, e = start[o], end[o]
     reach = np.maximum.accumulate(e)
     new = np.ones(len(s), bool)
     new[1:] = s[1:] > reach[:-1]
@@ -52,6 +55,10 @@ def _from_mask(bounds: np.ndarray, mask: np.ndarray) -> Intervals:
 
 def difference(a: Intervals, b: Intervals) -> Intervals:
     """Parts of ``a`` not covered by ``b``."""
+    if len(a[0]) == 1 and a[1][0] > a[0][0] and _disjoint(b):
+        return _complement(int(a[0][0]), int(a[1][0]), b)
+    if _disjoint(a) and _disjoint(b):
+        return _gaps_within(a, b)
     bounds = _sorted_unique(np.concatenate([a[0], a[1], b[0], b[1]]))
     if len(bounds) < 2:
         return a[0][:0], a[1][:0]
@@ -66,3 +73,52 @@ def gaps(iv: Intervals) -> Intervals:
         return s[:0], e[:0]
     keep = s[1:] > e[:-1]
     return e[:-1][keep], s[1:][keep]
+
+
+def _disjoint(iv: Intervals) -> bool:
+    """Sorted, with a positive gap between neighbours (what :func:`union` returns)."""
+    s, e = iv
+    return bool((e >= s).all() and (s[1:] > e[:-1]).all())
+
+
+def _complement(lo: int, hi: int, b: Intervals) -> Intervals:
+    """``[lo, hi)`` minus the sorted disjoint intervals ``b``: the gaps between them, clipped
+    (no sort of every bound: Overlap Analysis's Free is the device's span minus its busy time).
+    Empty intervals of ``b`` cover nothing and are left out first."""
+    s, e = b
+    keep = (e > s) & (e > lo) & (s < hi)
+    s, e = np.maximum(s[keep], lo), np.minimum(e[keep], hi)
+    starts = np.concatenate([[lo], e]).astype(np.int64)
+    ends = np.concatenate([s, [hi]]).astype(np.int64)
+    gap = ends > starts
+    return starts[gap], ends[gap]
+
+
+def _gaps_within(a: Intervals, b: Intervals) -> Intervals:
+    """``a`` minus ``b``, both sorted with positive gaps (:func:`union`'s output): per interval of
+    ``a`` the gaps between the intervals of ``b`` overlapping it (found by searchsorted), clipped
+    to it; no sort of every bound (Communication(Not Overlapped): a few HCCL ops minus every
+    compute interval).  Empty intervals of either cover nothing and are left out first."""
+    (lo, hi), (bs, be) = (np.asarray(x, np.int64) for x in a), (np.asarray(x, np.int64) for x in b)
+    full = hi > lo
+    lo, hi = lo[full], hi[full]
+    full = be > bs
+    bs, be = bs[full], be[full]
+    i0 = np.searchsorted(be, lo, side="right")  # the first b ending after the interval starts
+    m = np.maximum(np.searchsorted(bs, hi, side="left") - i0, 0)  # b intervals overlapping it
+    # pieces per interval of a: [lo, s_i0), [e_i0, s_i0+1), ..., [e_last, hi)
+    first = np.cumsum(m + 1) - (m + 1)  # where each interval's pieces begin
+    total = int(m.sum()) + len(lo)
+    starts = np.empty(total, np.int64)
+    ends = np.empty(total, np.int64)
+    starts[first], ends[first + m] = lo, hi
+    inner = np.ones(total, bool)
+    inner[first] = False  # pieces 1..m start at a b end
+    j = np.repeat(i0 - np.cumsum(m) + m, m) + np.arange(int(m.sum()))  # the b intervals, in order
+    starts[inner] = be[j]
+    last = np.zeros(total, bool)
+    last[first + m] = True
+    ends[~last] = bs[j]  # pieces 0..m-1 end at a b start
+    starts, ends = np.maximum(starts, np.repeat(lo, m + 1)), np.minimum(ends, np.repeat(hi, m + 1))
+    gap = ends > starts
+    return starts[gap], ends[gap]

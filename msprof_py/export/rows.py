@@ -426,17 +426,20 @@ class RowBuilder:
                 buf[:, off:off + w] = np.frombuffer(lit, dtype=np.uint8)
         return buf, offsets
 
-    def _render(self, buf: np.ndarray, offsets: np.ndarray, start: int, stop: int) -> bytes:
+    def _render(self, buf: np.ndarray, offsets: np.ndarray, start: int, stop: int, raw: bool = False) -> Any:
         view = buf[:stop - start]
         for (w, lit, fill), off in zip(self._layout(), offsets):
             if fill is not None:
                 fill(view[:, off:off + w], start, stop)
         flat = view.reshape(-1)
-        return flat[flat != 0].tobytes()  # drop the NUL padding (a numpy mask: bytes.replace is per NUL)
+        text = flat[flat != 0]  # drop the NUL padding (a numpy mask: bytes.replace is per NUL)
+        return text if raw else text.tobytes()
 
-    def chunks(self, chunk_rows: int | None = None, workers: int | None = None) -> Iterator[bytes]:
+    def chunks(self, chunk_rows: int | None = None, workers: int | None = None, raw: bool = False) -> Iterator[Any]:
         """The rows' text in order, ``chunk_rows`` rows per chunk.  With ``workers`` > 1, chunks
-        are rendered on a thread pool (numpy releases the GIL for most of the work)."""
+        are rendered on a thread pool (numpy releases the GIL for most of the work).  ``raw``:
+        each chunk as the 1-D uint8 array it was compacted into (a buffer ``write()`` takes as
+        it is), not copied once more into ``bytes``."""
         if self.n == 0:
             return
         rows = min(chunk_rows or CHUNK_ROWS, self.n)
@@ -445,17 +448,17 @@ class RowBuilder:
         if nworkers <= 1 or len(starts) < 3:
             buf, offsets = self._buffer(rows)
             for start in starts:
-                yield self._render(buf, offsets, start, min(start + rows, self.n))
+                yield self._render(buf, offsets, start, min(start + rows, self.n), raw)
             return
         local = threading.local()
 
-        def job(start: int) -> bytes:
+        def job(start: int) -> Any:
             if not hasattr(local, "buf"):
                 local.buf, local.offsets = self._buffer(rows)
-            return self._render(local.buf, local.offsets, start, min(start + rows, self.n))
+            return self._render(local.buf, local.offsets, start, min(start + rows, self.n), raw)
 
         with ThreadPoolExecutor(max_workers=nworkers) as pool:
-            pending: deque[Future[bytes]] = deque()
+            pending: deque[Future[Any]] = deque()
             for start in starts:
                 pending.append(pool.submit(job, start))
                 if len(pending) > 2 * nworkers:  # bounded: a few chunks in flight, not the file

@@ -2,6 +2,7 @@
 tasks, Step Trace, Communication (see :mod:`msprof_py.export.timeline` for the layout)."""
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -34,10 +35,20 @@ def layer_sorts(session: Session) -> LayerSorts:
     return LEGACY_SORTS if legacy_layout(session) else LayerSorts()
 
 
+# the last devices table's pids: each layer of a device's files asks for it (a weak reference:
+# a table is never kept alive by this, and a new table is never answered from an old one)
+_PIDS: list[tuple[weakref.ref, dict[int, int]]] = []
+
+
 def device_pid(session: Session, device_id: int) -> int:
-    info = device_info(session, device_id)
-    pid = info.get("pid")
-    return int(pid) if pid is not None and not pd.isna(pid) else 0
+    dv = session.devices
+    if not (_PIDS and _PIDS[0][0]() is dv):
+        _PIDS[:] = [(weakref.ref(dv), {})]
+    known = _PIDS[0][1]
+    if device_id not in known:
+        pid = device_info(session, device_id).get("pid")
+        known[device_id] = int(pid) if pid is not None and not pd.isna(pid) else 0
+    return known[device_id]
 
 
 
@@ -52,7 +63,9 @@ def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame
         api = api_of_device(session, device_id)
     # msprof's timelines leave out calls that began before profiling (raw begin 0: ApiDataViewModel
     # "where start > 0"; the C++ analysis drops them when it reads the data)
-    api = api[(i64(api["start_ns"]) > 0) & ~api["before_profiling"].eq(True).to_numpy()] if len(api) else api
+    if len(api):
+        shown = (i64(api["start_ns"]) > 0) & ~api["before_profiling"].eq(True).to_numpy()
+        api = api if shown.all() else api[shown]  # (a copy of every column only when rows go)
     if len(api) == 0:
         return api
     host_pid = i64(api["pid"])

@@ -103,38 +103,54 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
     if not src.any():
         return None
     src_conn = conn_all[src]
-    ends = []
+    ends: list[dict[str, np.ndarray]] = []  # columns of the end candidates, tasks then HCCL ops
     if len(tasks):
         tconn = i64(tasks["connection_id"])
         info = op_info(tasks) if task_info is None else task_info
-        sel = info | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn)
-        ends.append(pd.DataFrame({"conn": tconn[sel], "pid": hw_pid,
-                                  "tid": i64(tasks["stream_id"])[sel], "ns": i64(tasks["start_ns"])[sel],
-                                  "launch_tid": i64(tasks["thread_id"])[sel] if python else -1,
-                                  "launch_ns": i64(tasks["launch_ns"])[sel] if python else -1}))
+        sel = np.flatnonzero(info | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn))
+        ends.append({"conn": tconn[sel], "pid": np.full(len(sel), hw_pid, np.int64),
+                     "tid": i64(tasks["stream_id"])[sel], "ns": i64(tasks["start_ns"])[sel],
+                     "launch_tid": i64(tasks["thread_id"])[sel] if python else np.full(len(sel), -1, np.int64),
+                     "launch_ns": i64(tasks["launch_ns"])[sel] if python else np.full(len(sel), -1, np.int64)})
     if len(comm_ops) and comm_tid is not None:
-        ends.append(pd.DataFrame({"conn": i64(comm_ops["connection_id"]), "pid": comm_pid,
-                                  "tid": comm_ops["group_name"].astype(str).map(comm_tid).to_numpy(np.int64),
-                                  "ns": i64(comm_ops["start_ns"]), "launch_tid": -1, "launch_ns": -1}))
+        n = len(comm_ops)
+        ends.append({"conn": i64(comm_ops["connection_id"]), "pid": np.full(n, comm_pid, np.int64),
+                     "tid": comm_ops["group_name"].astype(str).map(comm_tid).to_numpy(np.int64),
+                     "ns": i64(comm_ops["start_ns"]), "launch_tid": np.full(n, -1, np.int64),
+                     "launch_ns": np.full(n, -1, np.int64)})
     if not ends:
         return None
-    e = pd.concat(ends, ignore_index=True)
-    e = e[e["conn"] >= 0].sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
-    s = pd.DataFrame({"conn": src_conn, "pid": (i64(api["pid"])[src] << 10) | (cann_sort << 5) | HOST_DEVICE,
-                      "tid": i64(api["thread_id"])[src], "ns": i64(api["start_ns"])[src]})
-    s = s.sort_values(["conn", "ns"], kind="stable").drop_duplicates("conn")
-    pair = s.merge(e, on="conn", suffixes=("_s", "_f"))
-    pair["slice_ns"] = pair["ns_s"]
+    e = {k: np.concatenate([x[k] for x in ends]) for k in ends[0]}
+    keep = np.flatnonzero(e["conn"] >= 0)
+    e = {k: v[keep] for k, v in e.items()}
+    s_cols = {"conn": src_conn, "pid": (i64(api["pid"])[src] << 10) | (cann_sort << 5) | HOST_DEVICE,
+              "tid": i64(api["thread_id"])[src], "ns": i64(api["start_ns"])[src]}
+    s, e = _first_per_conn(s_cols), _first_per_conn(e)
+    # the pairs: connection ids with both ends (each side is sorted by its unique ids)
+    at = np.searchsorted(e["conn"], s["conn"])
+    both = at < len(e["conn"])
+    both[both] = e["conn"][at[both]] == s["conn"][both]
+    si, ei = np.flatnonzero(both), at[both]
+    ns_s, slice_ns = s["ns"][si], s["ns"][si]
     # the Python path: from the launch record (on the launch call's thread, inside that call)
-    at_launch = (pair["launch_ns"].to_numpy(np.int64) >= 0) & (pair["launch_tid"].to_numpy(np.int64)
-                                                               == pair["tid_s"].to_numpy(np.int64))
+    at_launch = (e["launch_ns"][ei] >= 0) & (e["launch_tid"][ei] == s["tid"][si])
     if at_launch.any():
-        pair["ns_s"] = np.where(at_launch, pair["launch_ns"].to_numpy(np.int64), pair["ns_s"].to_numpy(np.int64))
-    pair = pair.sort_values("ns_s", kind="stable")
-    ids = flow_ids(pair["conn"].to_numpy(np.int64))
-    return Flows("HostToDevice", "HostToDevice", ids, pair["pid_s"].to_numpy(np.int64), pair["tid_s"].to_numpy(np.int64),
-                 pair["ns_s"].to_numpy(np.int64), pair["pid_f"].to_numpy(np.int64), pair["tid_f"].to_numpy(np.int64),
-                 pair["ns_f"].to_numpy(np.int64), pair["slice_ns"].to_numpy(np.int64) if at_launch.any() else None)
+        ns_s = np.where(at_launch, e["launch_ns"][ei], ns_s)
+    order = np.argsort(ns_s, kind="stable")  # by start, pairs starting together by connection id
+    si, ei = si[order], ei[order]
+    return Flows("HostToDevice", "HostToDevice", flow_ids(s["conn"][si]), s["pid"][si], s["tid"][si], ns_s[order],
+                 e["pid"][ei], e["tid"][ei], e["ns"][ei], slice_ns[order] if at_launch.any() else None)
+
+
+def _first_per_conn(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per connection id the earliest row (ties: the first given), ordered by connection id:
+    a stable sort by (conn, ns) and the first row of each id."""
+    order = np.lexsort((cols["ns"], cols["conn"]))
+    c = cols["conn"][order]
+    first = np.ones(len(c), bool)
+    first[1:] = c[1:] != c[:-1]
+    pick = order[first]
+    return {k: v[pick] for k, v in cols.items()}
 
 
 def flow_ids(conn: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 counters (integer columns, text rendered lazily) and streams its bytes chunk by chunk."""
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,8 +64,7 @@ class Timeline:
         bounds = np.cumsum([0] + [len(s) for s in live])
         for group in _thread_groups(live):
             parts = [live[k] for k in group]
-            pid, tid, start, dur = (np.concatenate([np.asarray(getattr(s, c), np.int64) for s in parts])
-                                    for c in ("pid", "tid", "start_ns", "dur_ns"))
+            pid, tid, start, dur = (_column(parts, c) for c in ("pid", "tid", "start_ns", "dur_ns"))
             end = start + dur
             nest = nesting(pid, tid, start, end)
             if len(nest.bad):
@@ -94,8 +94,8 @@ class Timeline:
         return out, changed
 
     def chunks(self, ctx: ExportContext | None = None,
-               layers: list[tuple[tuple[Any, ...], int, int]] | None = None) -> Iterator[bytes | FileRange]:
-        """The events' bytes in file order.  With ``ctx``, a layer an earlier file of the export
+               layers: list[tuple[tuple[Any, ...], int, int]] | None = None) -> Iterator[Any]:
+        """The events' bytes in file order (``bytes`` or 1-D uint8 arrays: buffers to write).  With ``ctx``, a layer an earlier file of the export
         wrote (``ctx.rendered``) comes as a :class:`FileRange` of that file (the writer copies
         it); when ``layers`` is given, each cacheable layer rendered here is appended to it as
         (cache key, offset of its bytes in this stream, length) for the writer to register."""
@@ -112,21 +112,57 @@ class Timeline:
                 yield from _slice_chunks(s, ctx, layers, pos)
         for f in self.flows:
             if len(f):
-                yield from f.rows("s").chunks()
-                yield from f.rows("f").chunks()
+                yield from f.rows("s").chunks(raw=True)
+                yield from f.rows("f").chunks(raw=True)
         for c in self.counters:
             if len(c):
-                yield from c.rows().chunks()
+                yield from c.rows().chunks(raw=True)
 
 
 @dataclass(frozen=True)
 class FileRange:
     """``length`` bytes at ``offset`` of an output file this export wrote: a rendered layer
-    without its last event's ``,\\n`` (the file's last event has ``\\n]`` there instead)."""
+    without its last event's ``,\\n`` (the file's last event has ``\\n]`` there instead).
+
+    ``checked``: the check's (problems, durations fitted) when the layer was the only one its
+    file checked, so a file that copies it reports what checking it again would report."""
 
     path: Path
     offset: int
     length: int
+    checked: tuple[tuple[str, ...], int] | None = None
+
+
+def content_key(s: Slices, tag: str) -> tuple[Any, ...] | None:
+    """A cache key naming ``s``'s bytes by its content: a digest of every column (numeric
+    columns' bytes, categoricals' codes and texts), so two layers built apart from the same rows
+    share one rendering.  Only for a layer that is alone on its threads in its file (the
+    viewer fitting of its durations then depends on nothing else).  None when a column is
+    neither numeric nor categorical (its texts would be hashed one by one)."""
+    h = hashlib.sha1()
+
+    def add(v: Any) -> bool:
+        if v is None or isinstance(v, str):
+            h.update(b"N" if v is None else b"S" + v.encode("utf-8", "surrogatepass") + b"\0")
+            return True
+        if isinstance(v, pd.Series):
+            v = v.array
+        if isinstance(v, pd.Categorical):
+            h.update(b"C" + "\0".join(map(str, v.categories.tolist())).encode("utf-8", "surrogatepass") + b"\1")
+            v = v.codes
+        a = np.asarray(v)
+        if a.dtype.kind not in "iub":
+            return False
+        h.update(f"A{a.dtype.str}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).data)
+        return True
+
+    parts = [s.name, s.pid, s.tid, s.start_ns, s.dur_ns, s.cat]
+    for a in s.args:
+        parts += [a.key, a.kind, a.values]
+    if not all(add(v) for v in parts):
+        return None
+    return (tag, len(s), h.hexdigest())
 
 
 SEPARATOR = b",\n"  # what every rendered event ends with
@@ -143,7 +179,7 @@ def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None,
     if isinstance(s, RenderedSlices) and (ctx is None or s.cache_key not in ctx.rendered):
         raise ValueError(f"layer {s.cache_key} was not rendered by this export")
     if ctx is None or ctx.scratch is None or s.cache_key is None:
-        yield from s.rows().chunks()
+        yield from s.rows().chunks(raw=True)
         return
     done = ctx.rendered.get(s.cache_key)
     if done is not None:
@@ -151,11 +187,19 @@ def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None,
         yield SEPARATOR
         return
     start, n = (pos[0] if pos else 0), 0
-    for c in s.rows().chunks():
+    for c in s.rows().chunks(raw=True):
         n += len(c)
         yield c
     if layers is not None and n:
         layers.append((s.cache_key, start, n))
+
+
+def _column(parts: list[Slices], c: str) -> np.ndarray:
+    """One int64 column of a group of layers (a layer's own array when the group is one layer:
+    the check only reads it)."""
+    if len(parts) == 1:
+        return np.asarray(getattr(parts[0], c), np.int64)
+    return np.concatenate([np.asarray(getattr(s, c), np.int64) for s in parts])
 
 
 def _label_names(s: Slices) -> np.ndarray:

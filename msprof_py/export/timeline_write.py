@@ -18,21 +18,32 @@ HEAD = b"[\n"
 
 def json_array(chunks: Iterable[Any]) -> Iterator[Any]:
     """``[`` + events (each ending ``,\\n``) + ``]``: the last separator becomes the bracket.
-    Chunks are bytes (a :class:`FileRange` passes through; it is never the last chunk)."""
+    Chunks are bytes or uint8 arrays (a :class:`FileRange` passes through; it is never the last
+    chunk)."""
     yield HEAD
-    prev = b""
+    prev: Any = b""
     for c in chunks:
-        if not c:
+        if not isinstance(c, FileRange) and len(c) == 0:
             continue
-        if prev:
+        if isinstance(prev, FileRange) or len(prev):
             yield prev
         prev = c
-    yield (prev[:-2] + b"\n]\n") if prev else b"]\n"
+    yield (bytes(memoryview(prev)[:-2]) + b"\n]\n") if len(prev) else b"]\n"
 
 
-def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> None:
-    """Warn about events viewers would drop, and fit nested durations to the viewers' grid."""
+def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> tuple[tuple[str, ...], int] | None:
+    """Warn about events viewers would drop, and fit nested durations to the viewers' grid.
+    Returns (problems, durations fitted) when the file's one layer was checked here (what a
+    file copying that layer reports again), else None."""
     problems, changed = tl.check(skip=set(ctx.rendered))
+    layers = [s for s in tl.slices if len(s)]
+    own = None
+    if len(layers) == 1 and not tl.flows and getattr(layers[0], "cache_key", None) is not None:
+        done = ctx.rendered.get(layers[0].cache_key)
+        if done is None:
+            own = (tuple(problems), changed)
+        elif done.checked is not None:  # copied: what its check found, reported for this file too
+            problems, changed = list(done.checked[0]), done.checked[1]
     for p in problems:
         ctx.warnings.warn(f"{path.name}: {p} (viewers drop or misdraw such events)")
     if changed:
@@ -40,10 +51,11 @@ def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> None:
                          "sibling's start; their dur was written up to 1 us shorter so they stay nested in viewers "
                          "that read ts as doubles (0.25 us resolution at epoch times); exact durations are in the "
                          "summaries")
+    return own
 
 
 def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
-    check_timeline(tl, path, ctx)
+    checked = check_timeline(tl, path, ctx)
     trim()  # the check's sort keys back to the system before rendering
     size = 0
     layers: list[tuple[Any, int, int]] = []
@@ -58,7 +70,7 @@ def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> P
     # the layers rendered here are copied from this file by the next files that show them (the
     # last one without its separator, which became the closing bracket)
     for key, start, n in layers:
-        ctx.rendered[key] = FileRange(path, len(HEAD) + start, n - len(SEPARATOR))
+        ctx.rendered[key] = FileRange(path, len(HEAD) + start, n - len(SEPARATOR), checked)
     if size > PERFETTO_LIMIT_BYTES:
         ctx.warnings.warn(f"{path} is {size / 2**30:.2f} GB: the Perfetto UI cannot open {what} files over 1 GB; "
                           "export less with --model-id N --iteration-id N")

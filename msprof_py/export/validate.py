@@ -53,6 +53,11 @@ def _roots(s: np.ndarray, e: np.ndarray, group: np.ndarray) -> np.ndarray:
     first = np.ones(n, bool)
     first[1:] = group[1:] != group[:-1]
     starts = np.flatnonzero(first)
+    if len(starts) == 1:  # one group: its running max as it is (nothing to lift)
+        reach = np.empty(n, np.int64)
+        reach[0] = 0
+        np.maximum.accumulate(e[:-1], out=reach[1:])
+        return first | (reach.astype(np.float64) <= s.astype(np.float64))
     lo, hi = np.minimum.reduceat(e, starts), np.maximum.reduceat(e, starts)
     if int(lo.min()) < -2**61 or int(hi.max()) >= 2**61:
         return _roots_by_groupby(s, e, group)
@@ -89,7 +94,12 @@ class Nesting:
 
 def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> Nesting:
     """One pass of the nesting rounds (module doc) giving both what the overlap check and the
-    viewer fitting need, so a timeline is sorted and walked once."""
+    viewer fitting need, so a timeline is sorted and walked once.
+
+    Cheap where the rows prove their order: one thread (no thread codes) whose slices start in
+    strictly increasing order is its own (start, end desc) order (no sort, no reordered
+    copies); when each of them also starts after every earlier one ended (a stream's tasks, the
+    Overlap Analysis intervals) every slice is a root of round 1 and the walk ends there."""
     n = len(start)
     parent = np.full(n, -1, np.int64)
     prev = np.full(n, -1, np.int64)
@@ -99,24 +109,38 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
     z = np.zeros(0, np.int64)
     first = z
     if n:
-        tcode = pd.factorize(tid)[0].astype(np.int64)
-        if pid.min() == pid.max():  # one process: the tid codes are the thread codes (same order)
-            thread = tcode
+        one = pid.min() == pid.max() and tid.min() == tid.max()
+        if one:
+            thread = np.zeros(n, np.int64)
         else:
-            pcode = pd.factorize(pid)[0].astype(np.int64)
-            thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
-            del pcode
-        del tcode
-        idx = _order(thread, start, end)
-        s, e, group = start[idx], end[idx], thread[idx]
+            tcode = pd.factorize(tid)[0].astype(np.int64)
+            if pid.min() == pid.max():  # one process: the tid codes are the thread codes (same order)
+                thread = tcode
+            else:
+                pcode = pd.factorize(pid)[0].astype(np.int64)
+                thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
+                del pcode
+            del tcode
+        if one and bool((start[1:] > start[:-1]).all()):
+            idx, s, e, group = np.arange(n), start, end, thread  # already in order: no copies
+            root = _roots(s, e, group)
+            if root.all():  # nothing nests: each slice's previous sibling is the one before it
+                prev[1:] = idx[:-1]
+                return Nesting(parent, prev, z, z, z, z)
+        else:
+            idx = _order(thread, start, end)
+            s, e, group = start[idx], end[idx], thread[idx]
+            root = None
         depth = 0
-        is_slice_group = np.zeros(len(idx), bool)  # round 1: groups are threads, not slices
+        is_slice_group = False  # round 1: groups are threads, not slices
         while len(idx):
             # roots: after the end of the latest-ending earlier slice of the same group
-            root = _roots(s, e, group)
+            if root is None:
+                root = _roots(s, e, group)
             root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
             r = np.flatnonzero(root)
-            parent[idx[r]] = np.where(is_slice_group[r], group[r], -1)
+            if is_slice_group:  # (round 1's roots have no parent)
+                parent[idx[r]] = group[r]
             same = np.zeros(len(r), bool)
             same[1:] = group[r[1:]] == group[r[:-1]]
             prev[idx[r[1:]][same[1:]]] = idx[r[:-1]][same[1:]]
@@ -126,8 +150,9 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
                 roots.append(idx[root_pos][overlap])
                 rounds.append(np.full(int(overlap.sum()), depth, np.int64))
             keep = ~root & ~overlap  # followers of root r form group r (contiguous, still in order)
-            idx, s, e, group = idx[keep], s[keep], e[keep], idx[root_pos][keep]
-            is_slice_group = np.ones(len(idx), bool)
+            kp = np.flatnonzero(keep)  # (positions, then takes: masks this interleaved are slow)
+            idx, s, e, group = idx[kp], s[kp], e[kp], idx[root_pos[kp]]
+            is_slice_group, root = True, None
             depth += 1
         if bad:  # thread codes are in order of first appearance: the first slice of each
             first = np.unique(thread, return_index=True)[1][thread[np.concatenate(bad)]]
@@ -210,31 +235,32 @@ def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
         return out, 0
     if nest is None:
         nest = nesting(np.asarray(pid), np.asarray(tid), start, start + out)
-    parent, prev = nest.parent, nest.prev
+    # the links, the same in every round: children and their parents, slices and their next
+    # sibling (a slice is the previous sibling of at most one), as positions (not masks)
+    kids = np.flatnonzero(nest.parent >= 0)
+    later = np.flatnonzero(nest.prev >= 0)
+    links = (kids, nest.parent[kids], nest.prev[later], later)
     sv = viewer_ns(start)
     changed = np.zeros(len(out), bool)
     for _ in range(4):  # a shortened parent tightens its children: repeat until stable
-        fix = _tighten(out, sv, parent, prev, slack_ns, max_shift_ns)
+        fix = _tighten(out, sv, links, slack_ns, max_shift_ns)
         if not fix.any():
             break
         changed |= fix
     return out, int(changed.sum())
 
 
-def _tighten(out: np.ndarray, sv: np.ndarray, parent: np.ndarray, prev: np.ndarray, slack_ns: int,
-             max_shift_ns: int) -> np.ndarray:
+def _tighten(out: np.ndarray, sv: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+             slack_ns: int, max_shift_ns: int) -> np.ndarray:
+    kids, parents, earlier, later = links
     limit = np.full(len(out), np.iinfo(np.int64).max, np.int64)  # latest allowed viewer end
-    has_p = parent >= 0
-    limit[has_p] = sv[parent[has_p]] + out[parent[has_p]] - slack_ns
+    limit[kids] = sv[parents] + out[parents] - slack_ns
     # the previous sibling must end before this slice starts
-    nxt = np.full(len(out), -1, np.int64)
-    has_prev = prev >= 0
-    nxt[prev[has_prev]] = np.flatnonzero(has_prev)
-    has_n = nxt >= 0
-    limit[has_n] = np.minimum(limit[has_n], sv[nxt[has_n]] - slack_ns)
+    limit[earlier] = np.minimum(limit[earlier], sv[later] - slack_ns)
     end_v = sv + out
     fix = (end_v > limit) & (end_v - limit <= max_shift_ns) & (limit - sv >= 0)
-    out[fix] = limit[fix] - sv[fix]
+    f = np.flatnonzero(fix)
+    out[f] = limit[f] - sv[f]
     return fix
 
 

@@ -131,8 +131,8 @@ def test_interrupted_export_leaves_no_half_written_file(small_prof: Path, monkey
 
     real = rows.RowBuilder.chunks
 
-    def dying(self, chunk_rows=rows.CHUNK_ROWS):
-        it = real(self, chunk_rows=1)
+    def dying(self, chunk_rows=rows.CHUNK_ROWS, **kw):
+        it = real(self, chunk_rows=1, **kw)
         yield next(it)
         raise KeyboardInterrupt  # Ctrl-C in the middle of a file
 

@@ -138,3 +138,40 @@ def test_thread_group_copies_the_cann_layer_msprof_json_rendered(tmp_path: Path)
                 assert tl.slices and all(isinstance(x, RenderedSlices) for x in tl.slices)
         assert sorted(p.name for p in alone.iterdir()) == (["thread_group_0.json", "thread_group_1.json"]
                                                            if every else [])
+
+
+def test_ge_op_execute_copies_ge_when_both_show_the_same_rows(tmp_path: Path) -> None:
+    """Every GE call a dynamic-shape launch (no model-level rows: a single-op run): ge_op_execute
+    shows ge's rows, keyed by content, so it copies ge's bytes and reports what ge's check found
+    (an overlap warning, the note on fitted durations) under its own name; both files have the
+    bytes they have alone.  With model-level rows the two differ and nothing is shared."""
+    from msprof_py.export.timeline_model import FileRange
+
+    for drop_model in (True, False):
+        s = make_session(ops=7, iterations=3, dynamic_every=1)
+        api = s.api.copy()
+        if drop_model:
+            api = api[api["level"].astype(str) != "model"].reset_index(drop=True)
+        node = np.flatnonzero(api["level"].astype(str).to_numpy() == "node")
+        start, end = api["start_ns"].to_numpy().copy(), api["end_ns"].to_numpy().copy()
+        end[node[0]] = start[node[1]] + 700  # partly overlaps the next launch: a warning
+        end[node[3]] = start[node[4]] - 100  # ends 0.1 us before the next one starts: fitted
+        api["end_ns"], api["dur_ns"] = end, end - start
+        s.api = api
+        root = tmp_path / str(drop_model)
+        shared, alone = root / "shared", root / "alone"
+        shared.mkdir(parents=True)
+        alone.mkdir()
+        ctx = _ctx(root)
+        for key in ("timeline:ge", "timeline:ge_op_execute"):
+            REGISTRY[key].write(s, shared, Naming(0), ctx)
+            one = ExportContext()
+            REGISTRY[key].write(s, alone, Naming(0), one)
+            name = key.split(":")[1] + "_0.json"
+            assert (shared / name).read_bytes() == (alone / name).read_bytes()
+            mine = sorted(m for m in ctx.warnings.messages + ctx.notes if m.startswith(name))
+            assert mine == sorted(one.warnings.messages + one.notes) and len(mine) == 2
+        copied = REGISTRY["timeline:ge_op_execute"].build(s, 0, ctx).slices[0].cache_key
+        ge = REGISTRY["timeline:ge"].build(s, 0, ctx).slices[0].cache_key
+        assert (copied == ge) == drop_model and isinstance(ctx.rendered[ge], FileRange)
+        assert ctx.rendered[ge].path.name == "ge_0.json"
