@@ -37,6 +37,19 @@ def group_codes(*columns: np.ndarray) -> np.ndarray:
     return pd.factorize(code, sort=True)[0].astype(np.int64)
 
 
+def member(values: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """``np.isin(values, known)`` for two integer arrays, by hashing (pandas' ``isin``: one pass
+    over each) where ``np.isin`` sorts them together (0.39 s against 0.03 s for 4.2 M API keys
+    and a few hundred known ones); ``np.isin`` itself when the dtypes differ (no value may be
+    cast on the way)."""
+    v, k = np.asarray(values), np.asarray(known)
+    if v.dtype != k.dtype or v.dtype.kind not in "iu":
+        return np.isin(v, k)
+    if not len(k) or not len(v):
+        return np.zeros(len(v), bool)
+    return pd.Series(v, copy=False).isin(k).to_numpy(dtype=bool)
+
+
 def last_le(keys: np.ndarray, times: np.ndarray, qkeys: np.ndarray, qtimes: np.ndarray) -> np.ndarray:
     """For each query, the index of the last row with the same key and time <= query time, else -1.
 
