@@ -233,3 +233,12 @@ def test_member_as_np_isin(values: list, known: list, kind: str) -> None:
     elif kind == "mixed":
         k = k.astype(np.float64)  # dtypes differ: np.isin itself
     assert keys.member(v, k).tolist() == np.isin(v, k).tolist()
+
+
+@given(st.lists(st.integers(0, 70000), max_size=30), st.sampled_from([np.uint32, np.int64, np.uint16]))
+@settings(max_examples=300, deadline=None)
+def test_unique_inverse_as_np_unique(values: list, dtype) -> None:
+    v = np.array([x % 65536 if dtype == np.uint16 else x for x in values], dtype=dtype)
+    u, inv = keys.unique_inverse(v)
+    wu, winv = np.unique(v, return_inverse=True)
+    assert u.dtype == wu.dtype and u.tolist() == wu.tolist() and inv.tolist() == winv.tolist()
