@@ -6,6 +6,10 @@ two peak-memory figures:
 
 - ``tree RSS``: the largest sum of the resident set sizes of the whole process tree, sampled
   every 20 ms from /proc (msprof's analysis forks workers; their memory counts together);
+- ``tree PSS``: the largest sum of the proportional set sizes (``/proc/PID/smaps_rollup``) of
+  the tree, sampled every 100 ms: a page shared by several processes (a forked process's
+  copy-on-write view of its parent's tables) counts once in all, where the RSS sum counts it
+  in every process that maps it;
 - ``max RSS``: the largest single process (``wait4``'s ``ru_maxrss`` of the child and its
   waited-for descendants).
 
@@ -50,10 +54,12 @@ class Run:
     max_rss_mb: float
     returncode: int
     cpu_s: float = 0.0
+    tree_pss_mb: float = 0.0
 
 
-def _tree_rss_kb(root_pid: int) -> int:
-    """Sum of VmRSS over ``root_pid`` and all its descendants (0 once they are gone)."""
+def _tree_rss_kb(root_pid: int, field: str = "rss") -> int:
+    """Sum of VmRSS (``field`` "pss": of Pss, from smaps_rollup) over ``root_pid`` and all its
+    descendants (0 once they are gone)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for entry in os.scandir("/proc"):
@@ -75,9 +81,20 @@ def _tree_rss_kb(root_pid: int) -> int:
     total, todo = 0, [root_pid]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        total += rss.get(pid, 0) if field == "rss" else _pss_kb(pid)
         todo.extend(children.get(pid, ()))
     return total
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def timed(label: str, cmd: list[str], cwd: Path | None = None, log: Path | None = None) -> Run:
@@ -85,13 +102,17 @@ def timed(label: str, cmd: list[str], cwd: Path | None = None, log: Path | None 
     out = open(log, "wb") if log else subprocess.DEVNULL
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
-    peak = 0
+    peak = pss = 0
     done = threading.Event()
 
-    def sample() -> None:
-        nonlocal peak
+    def sample() -> None:  # RSS every 20 ms, PSS (slower to read) every 100 ms
+        nonlocal peak, pss
+        k = 0
         while not done.is_set():
             peak = max(peak, _tree_rss_kb(proc.pid))
+            if k % 5 == 0:
+                pss = max(pss, _tree_rss_kb(proc.pid, "pss"))
+            k += 1
             done.wait(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -103,7 +124,7 @@ def timed(label: str, cmd: list[str], cwd: Path | None = None, log: Path | None 
     sampler.join()
     if log:
         out.close()
-    return Run(label, wall, peak / 1024, ru.ru_maxrss / 1024, rc, ru.ru_utime + ru.ru_stime)
+    return Run(label, wall, peak / 1024, ru.ru_maxrss / 1024, rc, ru.ru_utime + ru.ru_stime, pss / 1024)
 
 
 def fresh_copy(prof: Path, work: Path, tag: str) -> Path:
@@ -162,10 +183,11 @@ def main() -> int:
         print(f"{now}, {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
               f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after; msprof's {'C++' if cpp else 'Python'} path; "
               f"{a.prof.name}: {raw_mb(a.prof):.0f} MB raw\n")
-        print("| run | wall | CPU (user+sys) | peak tree RSS | peak single-process RSS | exit |")
-        print("|---|---|---|---|---|---|")
+        print("| run | wall | CPU (user+sys) | peak tree RSS | peak tree PSS | peak single-process RSS | exit |")
+        print("|---|---|---|---|---|---|---|")
         for r in runs:
-            print(f"| {r.label} | {r.wall_s:.1f} s | {r.cpu_s:.1f} s | {r.tree_rss_mb:,.0f} MB | {r.max_rss_mb:,.0f} MB "
+            print(f"| {r.label} | {r.wall_s:.1f} s | {r.cpu_s:.1f} s | {r.tree_rss_mb:,.0f} MB | {r.tree_pss_mb:,.0f} MB "
+                  f"| {r.max_rss_mb:,.0f} MB "
                   f"| {r.returncode} |")
         if p.wall_s > 0 and p.tree_rss_mb > 0:
             print(f"\nmsprof (summary + timeline) {m_wall:.1f} s wall, {m_cpu:.1f} s CPU, {m_rss:,.0f} MB; msprof-py "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from msprof_py.analyse.advise.parts import DeviceAdvice, device_advice
 from msprof_py.analyse.advise.run import AdviseResult, advise_session, advise_source
 from msprof_py.export.runner import ExportOptions, ExportResult, export
 from msprof_py.parse.session import Session
@@ -25,14 +26,25 @@ def export_with_advice(path: str | Path, options: ExportOptions) -> tuple[Export
         return export(path, options), None
     advice = AdviseResult()
     texts: list[str] = []
+    parts: dict[int, DeviceAdvice] = {}  # of the PROF dir being exported
+
+    def per_device(prof: Path, dev: int, session: Session) -> None:
+        """A device's advice from the session the export has (no second read of the device);
+        the rules run while the DB's process works on that device.  A failure here is left to
+        ``after`` (the device read again there, the error raised where it always was)."""
+        try:
+            parts[dev] = device_advice(session)
+        except Exception:  # noqa: BLE001
+            parts.pop(dev, None)
 
     def after(prof: Path, parsed: Session | ProfSource) -> None:
         if isinstance(parsed, ProfSource):
-            texts.append(advise_source(prof, parsed, advice, summary_only=True))
+            texts.append(advise_source(prof, parsed, advice, summary_only=True, done=dict(parts)))
         else:
             texts.append(advise_session(prof, parsed, advice, summary_only=True))
+        parts.clear()
 
-    result = export(path, options, after=after)
+    result = export(path, options, after=after, per_device=per_device)
     advice.text = "\n".join(t for t in texts if t)
     return result, advice
 

@@ -68,7 +68,8 @@ def _call(arg: Any) -> tuple[str, Any]:
         return "error", (type(err), str(err), err.exit_code)
 
 
-def _raise(cls: type[MsprofError], message: str, code: int) -> None:
+def raise_error(cls: type[MsprofError], message: str, code: int) -> None:
+    """Raise the error a forked process reported as (class, message, exit code)."""
     try:
         err = cls(message)
     except TypeError:  # an error class built from several fields (CorruptRecordError): same text
@@ -105,10 +106,10 @@ def run_tasks(fn: Callable[[Any], Any], args: list[Any], workers: int, what: Cal
                 if status == "error":
                     for f in futures:
                         f.cancel()
-                    _raise(*value)
+                    raise_error(*value)
                 yield value
     finally:
         _TASK = None
 
 
-__all__ = ["run_tasks", "workers_for", "WorkerDiedError", "WORKERS_ENV"]
+__all__ = ["run_tasks", "workers_for", "raise_error", "WorkerDiedError", "WORKERS_ENV"]

@@ -368,16 +368,17 @@ def _unfold(con: sqlite3.Connection, table: str, m: int) -> None:
                 f"FROM {table} AS s CROSS JOIN {_NAMES} AS n ORDER BY s.rowid, n.j")
 
 
-StagedPmu = tuple[list[str], str]  # metric names, TEMP table of the staged rows
+StagedPmu = tuple[list[str], str]  # metric names, table of the staged rows (schema.name)
 
 
-def stage_pmu(con: sqlite3.Connection, rows: PmuRows, key: int) -> StagedPmu:
-    """Stage all of :func:`pmu_rows`' ``rows`` in a TEMP table of their own (SQLite's temporary
-    file, not memory): a DB written one device at a time stages a device's rows while it has
-    them and unfolds them at TASK_PMU_INFO's turn (:func:`unfold_pmu`)."""
+def stage_pmu(con: sqlite3.Connection, rows: PmuRows, key: int, schema: str = "temp") -> StagedPmu:
+    """Stage all of :func:`pmu_rows`' ``rows`` in a table of their own in ``schema`` (``temp``:
+    SQLite's temporary file, not memory; or an attached file that outlives the connection): a DB
+    written one device at a time stages a device's rows while it has them and unfolds them at
+    TASK_PMU_INFO's turn (:func:`unfold_pmu`)."""
     names, cols, pos, gids = rows
-    table = f"{_STAGE}_{key}"
-    con.execute(f"CREATE TEMP TABLE {table} (g, " + ", ".join(f"v{j}" for j in range(len(cols))) + ")")
+    table = f"{schema}.{_STAGE}_{key}"
+    con.execute(f"CREATE TABLE {table} (g, " + ", ".join(f"v{j}" for j in range(len(cols))) + ")")
     for lo in range(0, len(pos), DB_CHUNK_ROWS):
         _stage_rows(con, table, cols, pos[lo:lo + DB_CHUNK_ROWS], gids[lo:lo + DB_CHUNK_ROWS])
     return names, table
@@ -391,7 +392,7 @@ def unfold_pmu(con: sqlite3.Connection, staged: StagedPmu, string_id: Any, creat
         _names(con, [string_id(M.db_name(n)) for n in names])
         _unfold(con, table, len(names))
     finally:
-        con.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        con.execute(f"DROP TABLE IF EXISTS {table}")
         con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
 
 

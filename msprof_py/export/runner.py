@@ -69,14 +69,17 @@ def _default_finder(path: Path) -> list[Path]:
 def export(path: str | Path, options: ExportOptions,
            loader: Callable[[Path], Any] | None = None,
            finder: Callable[[Path], list[Path]] | None = None,
-           after: Callable[[Path, Session | ProfSource], None] | None = None) -> ExportResult:
+           after: Callable[[Path, Session | ProfSource], None] | None = None,
+           per_device: Callable[[Path, int, Session], None] | None = None) -> ExportResult:
     """Export every PROF dir under ``path``.  Raises :class:`MsprofError` for bad options/paths.
 
     Returns the files written (with sizes) and the warnings to print once at the end.  ``after``
     is called with each PROF dir once that dir is exported, and with what the export parsed, so
     later stages (advice) reuse the parse instead of parsing again: the whole (unselected)
     session, or for a streamed export its :class:`ProfSource` (every device built; read them
-    one at a time: from the parse cache, decoded again after ``--clear``).
+    one at a time: from the parse cache, decoded again after ``--clear``).  ``per_device``: called
+    by a streamed export in this process with each device's session once that device's files are
+    written (the advice takes its part from it instead of reading the device again).
 
     Without a ``loader``, an all-iterations text or db export reads one device at a time
     (:func:`export_streamed`); a selected iteration, the perfetto trace or a given ``loader``
@@ -93,7 +96,7 @@ def export(path: str | Path, options: ExportOptions,
     for prof in profs:
         parsed: Session | ProfSource
         if loader is None and streamable(options):
-            parsed = export_streamed(Path(prof), options, layers, result)
+            parsed = export_streamed(Path(prof), options, layers, result, per_device)
         else:
             parsed = _export_prof(Path(prof), options, loader or default_loader, layers, result)
         if after is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -12,16 +13,18 @@ from typing import Any
 
 from msprof_py.export import base
 from msprof_py.export.base import ExportContext, Naming
+from msprof_py.export.db_process import DbProcesses, can_fork
 from msprof_py.export.db_thread import DbFeed, DbThread, db_view
 from msprof_py.export.jobs import (Done, ExportOptions, ExportResult, default_loader, finish, jobs_for, prepare,
                                    progress, run_job)
 from msprof_py.export.parallel import run_tasks, workers_for
 from msprof_py.export.views import cpp_export
 from msprof_py.memory import trim
+from msprof_py.parse.session import Session
 from msprof_py.parse.source import DevicePart, ProfSource
 
 STREAM_ENV = "MSPROF_PY_STREAM"  # "0": export from the whole session (for comparisons)
-DB_THREAD_ENV = "MSPROF_PY_DB_THREAD"  # "0": the DB after the text files, not on a thread beside them
+DB_THREAD_ENV = "MSPROF_PY_DB_THREAD"  # "0": the DB after the text files, not beside them (process or thread)
 
 
 def streamable(options: ExportOptions) -> bool:
@@ -32,7 +35,7 @@ def streamable(options: ExportOptions) -> bool:
 
 
 def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] | None,
-                    result: ExportResult) -> ProfSource:
+                    result: ExportResult, per_device: Callable[[Path, int, Session], None] | None = None) -> ProfSource:
     """The export of one PROF dir reading one device at a time (:class:`ProfSource`).
 
     First every device is decoded (or found in the parse cache) one after the other and cached,
@@ -62,10 +65,11 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     db = [i for i, (ex, dev) in enumerate(jobs) if dev is None and ex.kind == "db"]
     tasks += [None] if db else []
     workers = workers_for(len(tasks), options.workers)
-    state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1)
+    state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1,
+                   per_device=per_device if workers == 1 else None)
     if db and workers == 1 and os.environ.get(DB_THREAD_ENV, "1") != "0" and beside_ok(source, jobs, tasks):
         tasks.remove(None)
-        state.db = DbThread(state.write_db, len(source.devices))
+        state.db = state.db_beside()
     with progress(options, prof, len(jobs)) as bar:
         try:
             for got in run_tasks(state.run, tasks, workers, state.what):
@@ -77,7 +81,7 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
                     done[i] = run_job(ex, source.host, out_dir, naming, ctx)
                     bar.update(1)
             if state.db is not None:
-                done[db[0]] = state.db.result()
+                done[db[0]] = state.db_result()
                 bar.update(1)
         finally:
             if state.db is not None:
@@ -115,7 +119,8 @@ class Stream:
     ctx: ExportContext
     prof: Path
     parallel: bool = False
-    db: DbThread | None = None  # the DB on a thread, fed the devices' sessions (one process)
+    db: DbProcesses | DbThread | None = None  # the DB beside the text writers, fed the devices' sessions
+    per_device: Callable[[Path, int, Session], None] | None = None  # given each device's session after its files
 
     def what(self, dev: int | None) -> str:
         return f"exporting device {dev} of {self.prof}" if dev is not None else f"writing the DB of {self.prof}"
@@ -124,9 +129,28 @@ class Stream:
     def cats(self) -> dict[str, list[str]]:
         return self.source.categories()
 
+    def db_job(self) -> Any:
+        return next(ex for ex, d in self.jobs if d is None and ex.kind == "db")
+
+    def db_beside(self) -> DbProcesses | DbThread:
+        """The DB written beside the text writers: by forked processes (:mod:`db_process`), else on a
+        thread (:mod:`db_thread`)."""
+        count = len(self.source.devices)
+        if not can_fork():
+            return DbThread(self.write_db, count)
+        return DbProcesses(self.source.host, count, self.db_job().path_for(self.source.host, self.prof, self.naming),
+                           self.cats)
+
+    def db_result(self) -> Done:
+        """The DB's result, collected after the text files (its error raised here)."""
+        if isinstance(self.db, DbThread):
+            return self.db.result()
+        assert self.db is not None
+        return run_job(self.db_job(), self.source.host, self.prof, self.naming, ExportContext(), self.db.result)
+
     def write_db(self, feed: DbFeed) -> Done:
         """The DB job on the DB thread, from the sessions the device tasks hand it."""
-        ex = next(ex for ex, d in self.jobs if d is None and ex.kind == "db")
+        ex = self.db_job()
         return run_job(ex, self.source.host, self.prof, self.naming, ExportContext(),
                        lambda: ex.write_parts(self.source.host, feed.sessions, feed.count, self.prof, self.naming,
                                               feed))
@@ -142,14 +166,20 @@ class Stream:
             return {i: run_job(ex, self.source.host, self.prof, self.naming, ctx,
                             lambda: stream_db(ex, self.source, self.prof, self.naming))}
         # a device id of the info files without a device dir (the host's) has no device rows
-        fed = self.db is not None and dev in self.source.devices
-        if fed:
-            self.db.feed.wait_room()  # one device's tables in memory at a time
+        db = self.db if dev in self.source.devices else None
+        if isinstance(db, DbThread):
+            db.feed.wait_room()  # one device's tables in memory at a time
+        elif db is not None:
+            db.wait_room()
         session = self.source.device(dev) if dev in self.source.devices else self.source.host
-        if fed:
-            self.db.feed.put(db_view(session, self.cats))
+        if isinstance(db, DbThread):
+            db.feed.put(db_view(session, self.cats))
+        elif db is not None:
+            db.put(session)  # the DB's process applies db_view itself
         out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
                for i, (ex, d) in enumerate(self.jobs) if d == dev}
+        if self.per_device is not None and dev in self.source.devices:
+            self.per_device(self.prof, dev, session)
         del session
         trim()
         return out

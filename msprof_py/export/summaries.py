@@ -31,7 +31,7 @@ from msprof_py.export.table_writer import Col, write_table
 from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cat_isin, cat_where, cpp_export, info_names,
                                     info_types, is_level0, legacy_layout, na_cat, op_info, shown_task_types,
                                     shown_tasks, span_durations, summary_tasks, task_time_tasks, task_types)
-from msprof_py.export.wait_time import cpp_wait_texts
+from msprof_py.export.wait_time import cpp_wait_col
 from msprof_py.parse.session import Session
 
 OP_SUMMARY_HEADER = [
@@ -108,7 +108,7 @@ class OpSummary:
             Col.text(col(task_type, np.full(n_c, "COMMUNICATION", dtype=object))),
             Col.us(start, stamp=True),
             Col.us(dur),
-            Col.text(cpp_wait_texts(session, dev, start, dur), number=True) if cpp_export(session) else Col.us(wait),
+            cpp_wait_col(session, dev, start, dur) if cpp_export(session) else Col.us(wait),
             Col.ints(np.concatenate([i64(t["block_num"]), np.zeros(n_c, np.int64)])[order]),
             Col.ints(np.concatenate([i64(t["mix_block_num"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
             Col.text(col(text(t["hf32_eligible"]), na_c)),

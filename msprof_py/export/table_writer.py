@@ -41,6 +41,7 @@ class Col:
     na_mask: np.ndarray | None = None  # rows shown as N/A instead of the value (number columns)
     # rows shown as other fixed texts: (codes, texts), code c >= 1 shows texts[c - 1], 0 the value
     special: tuple[np.ndarray, list[str]] | None = None
+    suffix: str = ""  # digits written after every number (not after a special text)
 
     @staticmethod
     def ints(values: Any, na_mask: np.ndarray | None = None) -> "Col":
@@ -51,9 +52,10 @@ class Col:
         return Col("us", np.asarray(ns, dtype=np.int64), stamp=stamp, na_mask=na_mask)
 
     @staticmethod
-    def fixed3(thousandths: Any, special: tuple[np.ndarray, list[str]] | None = None) -> "Col":
-        """``"%.3f"`` of ``thousandths / 1000`` (non-negative), or a fixed text per ``special``."""
-        return Col("us", _integers(thousandths), special=special)
+    def fixed3(thousandths: Any, special: tuple[np.ndarray, list[str]] | None = None, suffix: str = "") -> "Col":
+        """``"%.3f"`` of ``thousandths / 1000`` (non-negative) followed by ``suffix`` (digits: e.g.
+        ``"000"`` prints 6 decimals of a value whose last 3 are 0), or a fixed text per ``special``."""
+        return Col("us", _integers(thousandths), special=special, suffix=suffix)
 
     @staticmethod
     def real3(thousandths: Any, na_mask: np.ndarray | None = None) -> "Col":
@@ -156,12 +158,12 @@ def _add_cell(rb: RowBuilder, col: Col, json_mode: bool) -> None:
     codes, texts = _specials(col)
     quote = json_mode and col.stamp
     if codes is None:
-        _number(rb, col.kind, col.values, quote, col.stamp and not json_mode)
+        _number(rb, col.kind, col.values, quote, col.stamp and not json_mode, col.suffix)
         return
     shown = [_json_text(t, True) for t in texts] if json_mode else texts
     # (a column that already holds 0 on its special rows is not copied)
     vals = col.values if not col.values[codes != 0].any() else np.where(codes != 0, 0, col.values)
-    rb.block(*_special_block(vals, codes, shown, col.kind, quote, col.stamp and not json_mode))
+    rb.block(*_special_block(vals, codes, shown, col.kind, quote, col.stamp and not json_mode, col.suffix))
 
 
 def _specials(col: Col) -> tuple[np.ndarray | None, list[str]]:
@@ -173,7 +175,7 @@ def _specials(col: Col) -> tuple[np.ndarray | None, list[str]]:
     return None, []
 
 
-def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool) -> None:
+def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool, suffix: str = "") -> None:
     if quote:
         rb.lit('"')
     if kind == "int":
@@ -182,21 +184,25 @@ def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool)
         rb.block(real3_width(vals), lambda out, a, b: write_real3(out, vals[a:b]))
     else:
         rb.us3(vals)
+    if suffix:
+        rb.lit(suffix)
     if tab:
         rb.lit("\t")
     if quote:
         rb.lit('"')
 
 
-def _special_block(vals: np.ndarray, codes: np.ndarray, texts: list[str], kind: str, quote: bool, tab: bool):
-    """(width, fill) writing per row the formatted number (code 0) or ``texts[code - 1]``."""
+def _special_block(vals: np.ndarray, codes: np.ndarray, texts: list[str], kind: str, quote: bool, tab: bool,
+                   suffix: str = ""):
+    """(width, fill) writing per row the formatted number (code 0, then ``suffix``) or ``texts[code - 1]``."""
     from msprof_py.export.rows import int_width, us3_width, write_int, write_us3
 
     numw, write = {"int": (int_width, write_int), "us": (us3_width, write_us3),
                    "real3": (real3_width, write_real3)}[kind]
     numw = numw(vals)
     encoded = [np.frombuffer(t.encode(), dtype=np.uint8) for t in texts]
-    body = numw + (2 if quote else 0) + (1 if tab else 0)
+    tail = np.frombuffer(suffix.encode(), dtype=np.uint8)
+    body = numw + len(tail) + (2 if quote else 0) + (1 if tab else 0)
     width = max([body] + [len(e) for e in encoded])
     rows = np.zeros((len(texts), width), dtype=np.uint8)  # each text, then NUL padding
     for i, e in enumerate(encoded):
@@ -210,6 +216,9 @@ def _special_block(vals: np.ndarray, codes: np.ndarray, texts: list[str], kind: 
             pos += 1
         write(out[:, pos:pos + numw], vals[a:b])
         pos += numw
+        if len(tail):
+            out[:, pos:pos + len(tail)] = tail
+            pos += len(tail)
         if tab:
             out[:, pos] = ord("\t")
             pos += 1

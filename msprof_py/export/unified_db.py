@@ -56,16 +56,14 @@ def write_db(session: Session, path: Path, parts: Parts | None = None, count: in
     :class:`msprof_py.export.db_thread.DbFeed` of a DB written on a thread (it interrupts the
     connection when the export stops)."""
     with temp_path(path) as tmp:
-        con = sqlite3.connect(tmp)
+        con = connect(tmp)
         try:
             if feed is not None:
                 feed.attach(con)
-            con.execute("PRAGMA journal_mode=OFF")
-            con.execute("PRAGMA synchronous=OFF")
             _fill(con, session, parts, count)
             con.commit()
         except sqlite3.OperationalError as err:
-            if getattr(err, "sqlite_errorcode", None) == getattr(sqlite3, "SQLITE_FULL", 13) or "is full" in str(err):
+            if is_full(err):
                 raise OSError(errno.ENOSPC, "No space left on device", str(tmp)) from None  # temp_path words it
             raise
         finally:
@@ -75,75 +73,120 @@ def write_db(session: Session, path: Path, parts: Parts | None = None, count: in
     return path
 
 
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection to the DB file being written (no journal, no syncs: it is renamed into
+    place only once complete)."""
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode=OFF")
+    con.execute("PRAGMA synchronous=OFF")
+    return con
+
+
+def is_full(err: sqlite3.OperationalError) -> bool:
+    """Whether SQLite stopped because the disk is full."""
+    return getattr(err, "sqlite_errorcode", None) == getattr(sqlite3, "SQLITE_FULL", 13) or "is full" in str(err)
+
+
 # msprof's NpuOpMemProcessor interns these two in its constructor, which every export runs, so
 # they are the first STRING_IDS rows of every msprof db (npu_op_mem_processor.cpp)
 ALWAYS_INTERNED = ("release", "allocate")
 
 
 def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None, count: int = 1) -> None:
-    """Every table, in msprof's order; TASK, COMPUTE_TASK_INFO, MEMCPY_INFO, TASK_PMU_INFO and
-    AICORE_FREQ device after device (a table's rows stay together in the file, and string ids
-    are given in the order of the whole session's).
+    """Every table, in msprof's order (:class:`Fill`), from ``session`` alone or the host tables
+    of ``session`` and ``count`` device sessions of ``parts``."""
+    fill = Fill(session, count, whole=parts is None)
+    for s in [session] if parts is None else parts():
+        fill.add(con, s)
+    fill.end(con)
 
-    Each device is read once (``parts``: ``count`` sessions): its TASK rows go in at once; what
-    a device before the last gives the later tables waits for their turn, small: its
-    COMPUTE_TASK_INFO columns (integers and factored strings, interned at the table's turn), its
-    TASK_PMU_INFO rows staged in a TEMP table (SQLite's temporary file) and unfolded by SQLite at
+
+class Fill:
+    """The DB's insert flow, fed one device session at a time: :meth:`add` for each of the
+    ``count`` devices in order, then :meth:`end`.  Every table goes in msprof's order; TASK,
+    COMPUTE_TASK_INFO, MEMCPY_INFO, TASK_PMU_INFO and AICORE_FREQ device after device (a table's
+    rows stay together in the file, and string ids are given in the order of the whole
+    session's).
+
+    Each device is read once: its TASK rows go in at once; what a device before the last gives
+    the later tables waits for their turn, small: its COMPUTE_TASK_INFO columns (integers and
+    factored strings, interned at the table's turn), its TASK_PMU_INFO rows staged in a table of
+    schema ``stage`` (``temp``: SQLite's temporary file; a DB written by one process per device
+    attaches a file of its own, :mod:`msprof_py.export.db_process`) and unfolded by SQLite at
     the table's turn, its AICORE_FREQ and communication rows; the last device's session itself
-    serves the later tables."""
-    sid = StringIds()
-    for s in ALWAYS_INTERNED:
-        sid.one(s)
-    created: set[str] = set()
-    comm: list[pd.DataFrame] = []
-    memcpy_gids = np.full(len(session.memcpy), np.nan)
-    held: list[tuple[Any, Any, pd.DataFrame]] = []  # per device before the last: CTI columns, staged PMU, freq
-    last: tuple[Session, pd.DataFrame, int] | None = None
-    offset = 0
-    for i, s in enumerate([session] if parts is None else parts()):
+    serves the later tables.  Between two devices the state (everything but ``host`` and the
+    last device) pickles: the next device's process goes on from it."""
+
+    def __init__(self, host: Session, count: int, stage: str = "temp", whole: bool = False) -> None:
+        self.host, self.count, self.stage, self.whole = host, count, stage, whole  # whole: host is the session
+        self.sid = StringIds()
+        for s in ALWAYS_INTERNED:
+            self.sid.one(s)
+        self.created: set[str] = set()
+        self.comm: list[pd.DataFrame] = []
+        self.memcpy_gids = np.full(len(host.memcpy), np.nan)
+        self.held: list[tuple[Any, Any, pd.DataFrame]] = []  # per device before the last: CTI columns, staged PMU, freq
+        self.last: tuple[Session, pd.DataFrame, int] | None = None
+        self.offset = 0
+        self.i = 0  # devices added
+
+    def __getstate__(self) -> dict[str, Any]:
+        assert self.last is None  # only between devices
+        return {k: v for k, v in self.__dict__.items() if k != "host"}
+
+    def add(self, con: sqlite3.Connection, s: Session) -> None:
+        """Device ``self.i``'s session (all of the tables of a whole-session DB)."""
+        session, i = self.host, self.i
         t = db_tasks(s)
         if len(t):
-            task_rows(con, session, t, sid, offset, created)
-        if len(memcpy_gids):
-            memcpy_ids(session.memcpy, t, offset, memcpy_gids)
-        comm.append(s.communication)
-        if i < count - 1:
-            rows = pmu_export.pmu_rows(s, t if len(t) else None, np.arange(offset, offset + len(t), dtype=np.int64))
-            held.append((info_columns(session, t, offset) if len(t) else None,
-                         pmu_export.stage_pmu(con, rows, i) if rows is not None else None, s.aicore_freq))
+            task_rows(con, session, t, self.sid, self.offset, self.created)
+        if len(self.memcpy_gids):
+            memcpy_ids(session.memcpy, t, self.offset, self.memcpy_gids)
+        self.comm.append(s.communication)
+        if i < self.count - 1:
+            rows = pmu_export.pmu_rows(s, t if len(t) else None,
+                                       np.arange(self.offset, self.offset + len(t), dtype=np.int64))
+            self.held.append((info_columns(session, t, self.offset) if len(t) else None,
+                              pmu_export.stage_pmu(con, rows, i, self.stage) if rows is not None else None,
+                              s.aicore_freq))
             del rows  # views of the device's pmu table: they would keep all of it
         else:
-            last = (s, t, offset)
-        offset += len(t)
+            self.last = (s, t, self.offset)
+        self.offset += len(t)
+        self.i += 1
         del s, t  # before the next device is read
-        if i < count - 1:
+        if i < self.count - 1:
             trim()  # this device's temporaries, before the text writers read the next device
-    for k, (cols, staged, freq) in enumerate(held):
-        insert_info(con, cols, sid, created)
-        held[k] = (None, staged, freq)  # its columns freed as soon as they are in
-    if last is not None and len(last[1]):
-        info_rows(con, session, last[1], sid, last[2], created)
-    memcpy_rows(con, session, memcpy_gids, offset)
-    # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
-    for _, staged, _ in held:
-        if staged is not None:
-            pmu_export.unfold_pmu(con, staged, sid.one, created)
-    if last is not None:
-        s, t, first = last
-        pmu_export.db_tables(con, s, t if len(t) else None, np.arange(first, first + len(t), dtype=np.int64),
-                             sid.one, freq=False, created=created)
-    for _, _, freq in held:
-        pmu_export.freq_rows(con, freq, created)
-    if last is not None:
-        pmu_export.freq_rows(con, last[0].aicore_freq, created)
-    del held, last
-    api_rows(con, session, sid)
-    communication_rows(con, session.communication if parts is None else join_parts("communication", comm), sid)
-    for name, rows in ENUM_TABLES.items():
-        insert_rows(con, name, rows)
-    session_tables(con, session)
-    insert_rows(con, "META_DATA", META_DATA)
-    insert_rows(con, "STRING_IDS", [(i, s) for s, i in sid.ids.items()])
+
+    def end(self, con: sqlite3.Connection) -> None:
+        """The tables after the devices' (every device added)."""
+        session, held, sid, created = self.host, self.held, self.sid, self.created
+        for k, (cols, staged, freq) in enumerate(held):
+            insert_info(con, cols, sid, created)
+            held[k] = (None, staged, freq)  # its columns freed as soon as they are in
+        if self.last is not None and len(self.last[1]):
+            info_rows(con, session, self.last[1], sid, self.last[2], created)
+        memcpy_rows(con, session, self.memcpy_gids, self.offset)
+        # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
+        for _, staged, _ in held:
+            if staged is not None:
+                pmu_export.unfold_pmu(con, staged, sid.one, created)
+        if self.last is not None:
+            s, t, first = self.last
+            pmu_export.db_tables(con, s, t if len(t) else None, np.arange(first, first + len(t), dtype=np.int64),
+                                 sid.one, freq=False, created=created)
+        for _, _, freq in held:
+            pmu_export.freq_rows(con, freq, created)
+        if self.last is not None:
+            pmu_export.freq_rows(con, self.last[0].aicore_freq, created)
+        self.held, self.last = [], None
+        api_rows(con, session, sid)
+        communication_rows(con, session.communication if self.whole else join_parts("communication", self.comm), sid)
+        for name, rows in ENUM_TABLES.items():
+            insert_rows(con, name, rows)
+        session_tables(con, session)
+        insert_rows(con, "META_DATA", META_DATA)
+        insert_rows(con, "STRING_IDS", [(i, s) for s, i in sid.ids.items()])
 
 
 class UnifiedDb:
@@ -161,9 +204,14 @@ class UnifiedDb:
     def write_parts(self, host: Session, parts: Parts, count: int, out_dir: Path, naming: Naming,
                     feed: Any = None) -> list[Path]:
         """The same file from the host tables and the device tables one device at a time."""
+        path = self.path_for(host, out_dir, naming)
+        return [] if path is None else [write_db(host, path, parts, count, feed)]
+
+    def path_for(self, host: Session, out_dir: Path, naming: Naming) -> Path | None:
+        """The DB file of a session of these host tables (None: no DB, nothing to put in it)."""
         if not device_ids(host) and len(host.api) == 0:
-            return []
-        return [write_db(host, out_dir / f"msprof_{naming.timestamp or '0'}.db", parts, count, feed)]
+            return None
+        return out_dir / f"msprof_{naming.timestamp or '0'}.db"
 
 
 register(UnifiedDb())

@@ -184,7 +184,12 @@ def _memo(kind: str, t: pd.DataFrame, device_id: int, make: Callable[[], np.ndar
         return hit[2]
     rows = make()
     rows.setflags(write=False)
-    _MEMO[kind] = (weakref.ref(t), device_id, rows)
+
+    def drop(ref: weakref.ref) -> None:  # the table is gone: so are its rows (not kept until the next call)
+        if _MEMO.get(kind, (None,))[0] is ref:
+            _MEMO.pop(kind, None)
+
+    _MEMO[kind] = (weakref.ref(t, drop), device_id, rows)
     return rows
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.session_access import device_ids, of_device
+from msprof_py.export.table_writer import Col
 from msprof_py.export.views import summary_tasks
 from msprof_py.parse.session import Session
 
@@ -69,19 +70,32 @@ def _previous(session: Session, device_id: int) -> tuple[int, int] | None:
     return None
 
 
-def cpp_wait_texts(session: Session, device_id: int, start_ns: np.ndarray, dur_ns: np.ndarray) -> pd.Categorical:
-    """The printed wait time of each row of one device's op_summary (rows already in start order)."""
-    return wait_texts(start_ns, dur_ns, _previous(session, device_id))
+def cpp_wait_col(session: Session, device_id: int, start_ns: np.ndarray, dur_ns: np.ndarray) -> Col:
+    """The printed wait time of each row of one device's op_summary (rows already in start order):
+    :func:`wait_texts`, rendered per row (``%.3f`` of the ns,
+    then ``000``; the file's first row ``0``), with no Python string per distinct wait."""
+    prev = _previous(session, device_id)
+    wait = wait_ns(start_ns, dur_ns, prev)
+    first = np.zeros(len(wait), np.uint8)
+    if prev is None and len(first):
+        first[0] = 1
+    return Col.fixed3(wait, special=(first, ["0"]), suffix="000")
+
+
+def wait_ns(start_ns: np.ndarray, dur_ns: np.ndarray, prev: tuple[int, int] | None) -> np.ndarray:
+    """msprof's wait of each row in ns (exact: see the module doc), rows in start order; ``prev``:
+    (start, dur) ns of the row before the first one, None when the first row opens the file."""
+    p_start = np.concatenate([[prev[0]] if prev else [0], start_ns[:-1]]).astype(np.int64)
+    p_dur = np.concatenate([[prev[1]] if prev else [0], dur_ns[:-1]]).astype(np.int64)
+    gap_ns = np.rint((as_double_us(start_ns) - as_double_us(p_start)) * 1000.0).astype(np.int64)
+    return np.maximum(0, gap_ns - p_dur)
 
 
 def wait_texts(start_ns: np.ndarray, dur_ns: np.ndarray, prev: tuple[int, int] | None) -> pd.Categorical:
     """msprof's text per row for rows in start order; ``prev``: (start, dur) ns of the row before
     the first one (another device's), None when the first row opens the file (it shows ``0``)."""
     n = len(start_ns)
-    p_start = np.concatenate([[prev[0]] if prev else [0], start_ns[:-1]]).astype(np.int64)
-    p_dur = np.concatenate([[prev[1]] if prev else [0], dur_ns[:-1]]).astype(np.int64)
-    gap_ns = np.rint((as_double_us(start_ns) - as_double_us(p_start)) * 1000.0).astype(np.int64)
-    wait = np.maximum(0, gap_ns - p_dur)
+    wait = wait_ns(start_ns, dur_ns, prev)
     uniq, inverse = np.unique(wait, return_inverse=True)
     texts = [f"{u // 1000}.{u % 1000:03d}000" for u in uniq.tolist()]
     codes = inverse.astype(np.int64)

@@ -49,10 +49,12 @@ class CallTree:
         skey = self._key(self.thread, self.start) if self._fits else None
         for r in range(1, 6):
             idx = np.flatnonzero(self.rank == r)
-            o = np.lexsort((self.start[idx], self.thread[idx]))
-            self._by_rank[r] = idx[o]
-            if self._fits:
+            if self._fits:  # (thread, start) packed in one key: one stable argsort, as the lexsort orders
+                o = np.argsort(skey[idx], kind="stable")
+                self._by_rank[r] = idx[o]
                 self._keys[r] = skey[idx[o]]
+            else:
+                self._by_rank[r] = idx[np.lexsort((self.start[idx], self.thread[idx]))]
         self.parent = self._containers(self.thread, self.start, self.end, self.rank)
         self.ancestors = self._ancestors()
 

@@ -84,7 +84,9 @@ def _cnt_to_decimal(cnt: np.ndarray, cnt0: int, mono0_ns: int, mhz: Fraction) ->
     us = np.abs(diff).astype(np.float64) / float(mhz)
     whole, frac = _to_string_6(us)
     ps = whole * _MILLION + frac  # the to_string value in 1e-3 ns
-    q, r = np.divmod(np.where(neg, -ps, ps), 1000)  # floor division: whole ns q, thousandths r
+    signed = np.where(neg, -ps, ps)
+    q = signed // 1000  # floor division by a constant (not np.divmod's division per value): whole ns q,
+    r = signed - q * 1000  # thousandths r >= 0
     return np.int64(mono0_ns) + q, r
 
 

@@ -85,6 +85,44 @@ def test_export_prints_the_same_advice_streamed_or_whole(runs, tmp_path, monkeyp
     assert got["1"] == got["0"]
 
 
+def test_export_advice_reads_no_device_again(runs, tmp_path, monkeypatch) -> None:
+    """The streamed export hands each device's session to the advice (pipeline's per_device):
+    the advice reads no device back from the cache, and prints what it printed reading them."""
+    import msprof_py.pipeline as pipeline
+    from msprof_py.export.runner import ExportOptions
+    from msprof_py.parse.source import ProfSource
+
+    got, reads, handed = {}, [], []
+    real, real_advice = ProfSource.device, pipeline.device_advice
+
+    def device(self, device_id, categories=None):  # type: ignore[no-untyped-def]
+        reads.append(device_id)
+        return real(self, device_id, categories)
+
+    def advice_of(session):  # type: ignore[no-untyped-def]
+        handed.append(session)
+        return real_advice(session)
+
+    monkeypatch.setattr(ProfSource, "device", device)
+    monkeypatch.setattr(pipeline, "device_advice", advice_of)
+    prof = tmp_path / "plain" / runs["faulty"].name
+    shutil.copytree(runs["faulty"], prof)
+    pipeline.export(prof, ExportOptions())  # the export alone: its own reads
+    alone = list(reads)
+    for workers in ("1", "2"):  # 2: the devices' files in worker processes, the advice reads them again
+        prof = tmp_path / workers / runs["faulty"].name
+        shutil.copytree(runs["faulty"], prof)
+        monkeypatch.setenv("MSPROF_PY_WORKERS", workers)
+        reads.clear()
+        handed.clear()
+        _, advice = pipeline.export_with_advice(prof, ExportOptions())
+        assert advice is not None
+        got[workers] = (advice.text, _advice_files(prof), list(reads), len(handed))
+    assert got["1"][2:] == (alone, 2)  # no read more than the export's, each session handed to the advice
+    assert len(got["2"][2]) > 0 and got["2"][3] == 0  # the advice's own reads (the export's were in its workers)
+    assert got["1"][:2] == got["2"][:2] and "operator(s)" in got["1"][0]
+
+
 def _part(dev: int, found: dict, failed: dict | None = None, spans: bool = False, **shapes) -> DeviceAdvice:
     return DeviceAdvice(found, failed or {}, {dev: None}, [], spans, {dev}, shapes)
 

@@ -1,9 +1,13 @@
-"""The unified DB written on a thread beside the text writers (export.db_thread): the same bytes
-as the DB written after them, its errors are the same one-line errors, an interrupted export
-stops it and leaves no temporary file; string ids made a chunk at a time equal the whole column's."""
+"""The unified DB written beside the text writers, by forked processes (export.db_process, the
+default) or on a thread (export.db_thread): the same bytes as the DB written after them, its
+errors are the same one-line errors, a killed DB process is one clear error, an interrupted
+export stops it and leaves no temporary file or process; string ids made a chunk at a time equal
+the whole column's."""
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import sqlite3
 import threading
 import time
@@ -16,7 +20,7 @@ from click.testing import CliRunner
 
 from msprof_py import atomic
 from msprof_py.cli import cli
-from msprof_py.export import ExportOptions, db_thread, export, unified_db
+from msprof_py.export import ExportOptions, db_process, db_thread, export, unified_db
 from msprof_py.export.unified_db_insert import Const, Lookup
 from msprof_py.export.unified_db_strings import StringIds, factor
 
@@ -44,35 +48,64 @@ def _db_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "msprof-py-db"]
 
 
-def test_db_on_the_thread_equals_the_db_after_the_text(two_devices: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    started: list[int] = []
-    real = db_thread.DbThread.__init__
+def _children() -> set[int]:
+    """Our child processes still running or not yet reaped (the DB processes must all be gone;
+    compare with the set before: other tests of the session may leave helpers of their own)."""
+    me = str(os.getpid())
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            out.add(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_db_beside_equals_the_db_after_the_text(two_devices: Path, tmp_path: Path, mode: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _children()
+    started: list[tuple[str, int]] = []
+    real_thread, real_put = db_thread.DbThread.__init__, db_process.DbProcesses.put
 
     def spy(self, write, count):  # type: ignore[no-untyped-def]
-        started.append(count)
-        real(self, write, count)
+        started.append(("thread", count))
+        real_thread(self, write, count)
+
+    def put(self, session):  # type: ignore[no-untyped-def]
+        real_put(self, session)
+        started.append(("process", self.procs[-1].pid))
 
     monkeypatch.setattr(db_thread.DbThread, "__init__", spy)
+    monkeypatch.setattr(db_process.DbProcesses, "put", put)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1" if mode == "process" else "0")
     prof = _copy(two_devices, tmp_path / "t")
     export(prof, ExportOptions())
-    assert started == [2]  # the thread ran, fed both devices
+    if mode == "thread":
+        assert started == [("thread", 2)]  # the thread ran, fed both devices
+    else:  # one forked process per device
+        assert [k for k, _ in started] == ["process"] * 2 and len({p for _, p in started} - {os.getpid()}) == 2
     monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
     after = _copy(two_devices, tmp_path / "s")
+    n = len(started)
     export(after, ExportOptions())
-    assert started == [2]
+    assert len(started) == n
     assert _outputs(prof) == _outputs(after) and any(k.endswith(".db") for k in _outputs(prof))
-    assert not _db_threads()
+    assert not _db_threads() and not _children() - before
 
 
-@pytest.mark.parametrize("thread", ["1", "0"])
-def test_db_error_on_the_thread_is_the_same_one_line_error(two_devices: Path, tmp_path: Path, thread: str,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mode", ["process", "thread", "after"])
+def test_db_error_beside_is_the_same_one_line_error(two_devices: Path, tmp_path: Path, mode: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _children()
     def full(*a, **k):  # type: ignore[no-untyped-def]
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr(unified_db, "_fill", full)
-    monkeypatch.setenv("MSPROF_PY_DB_THREAD", thread)
+    monkeypatch.setattr(unified_db.Fill, "add", full)  # (a forked DB process has it too)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1" if mode == "process" else "0")
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0" if mode == "after" else "1")
     prof = _copy(two_devices, tmp_path)
     res = CliRunner().invoke(cli, ["export", "--output", str(prof)])
     errors = [ln for ln in res.output.splitlines() if ln.startswith("msprof-py: error:")]
@@ -80,11 +113,34 @@ def test_db_error_on_the_thread_is_the_same_one_line_error(two_devices: Path, tm
     assert "no space left on device" in errors[0] and ".db" in errors[0]
     assert _leftovers(prof) == [] and not list(prof.glob("*.db"))
     assert (prof / "mindstudio_profiler_output" / "op_summary_1.csv").exists()  # the text files came first
-    assert not _db_threads()
+    assert not _db_threads() and not _children() - before
 
 
-def test_interrupted_export_stops_the_db_thread(two_devices: Path, tmp_path: Path,
+@pytest.mark.parametrize("device", [0, 1])
+def test_a_killed_db_process_is_one_clear_error(two_devices: Path, tmp_path: Path, device: int,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _children()
+    parent, real = os.getpid(), unified_db.Fill.add
+
+    def killed(self, con, s):  # type: ignore[no-untyped-def]
+        if os.getpid() != parent and self.i == device:
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(self, con, s)
+
+    monkeypatch.setattr(unified_db.Fill, "add", killed)
+    prof = _copy(two_devices, tmp_path)
+    res = CliRunner().invoke(cli, ["export", "--output", str(prof)])
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("msprof-py: error:")]
+    assert res.exit_code != 0 and len(errors) == 1, res.output
+    assert f"device {device} of 2" in errors[0] and "died" in errors[0] and ".db" in errors[0]
+    assert _leftovers(prof) == [] and not list(prof.glob("*.db"))
+    assert not _children() - before
+
+
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_interrupted_export_stops_the_db(two_devices: Path, tmp_path: Path, mode: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _children()
     from msprof_py.export import rows
 
     real = rows.RowBuilder.chunks
@@ -92,16 +148,17 @@ def test_interrupted_export_stops_the_db_thread(two_devices: Path, tmp_path: Pat
 
     def dying(self, chunk_rows=rows.CHUNK_ROWS, **kw):  # type: ignore[no-untyped-def]
         calls.append(1)
-        if len(calls) > 12:  # well into the export: the DB thread has device 0 (or more)
+        if len(calls) > 12:  # well into the export: the DB has device 0 (or more)
             raise KeyboardInterrupt
         yield from real(self, chunk_rows, **kw)
 
     monkeypatch.setattr(rows.RowBuilder, "chunks", dying)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1" if mode == "process" else "0")
     prof = _copy(two_devices, tmp_path)
     r = CliRunner().invoke(cli, ["export", "--output", str(prof)])
     assert r.exit_code == 130, r.output
     assert _leftovers(prof) == [] and not list(prof.glob("*.db"))
-    assert not _db_threads()
+    assert not _db_threads() and not _children() - before
 
 
 def test_stop_interrupts_a_running_statement_and_a_waiting_feed(tmp_path: Path) -> None:

@@ -180,3 +180,43 @@ def test_hp_double_as_before(vals: list) -> None:
     a = np.array(vals, dtype=np.int64).reshape(-1, 2)
     got, want = cpp_time._hp_double(a[:, 0], a[:, 1]), ref_hp_double(a[:, 0], a[:, 1])
     assert got.tobytes() == want.tobytes()
+
+
+@given(st.lists(st.tuples(st.sampled_from([0, 1, 2, 2**40, 2**47 - 1, 2**50, 2**64 - 1]),
+                          st.sampled_from([0, 5000, 5500, 10000, 15000, 20000, 65535])), max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_api_time_level_order_as_the_lexsort(recs: list) -> None:
+    from msprof_py.parse.records.api_event import _time_level_order
+
+    a = np.array(recs, dtype=np.uint64).reshape(-1, 2)
+    begin, level = a[:, 0], a[:, 1].astype(np.uint16)
+    want = np.lexsort((np.arange(len(begin)), -level.astype(np.int64), begin))
+    assert _time_level_order(begin, level).tolist() == want.tolist()
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 50), st.integers(0, 20), st.sampled_from(
+    [20000, 15000, 10000, 5500, 5000, 7])), max_size=40), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_call_tree_order_as_the_lexsort(rows: list, wide: bool) -> None:
+    from msprof_py.parse.calltree import CallTree
+
+    a = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    start = a[:, 1] * (2**56 if wide else 1)  # wide: (thread, start) keys do not fit 62 bits, the lexsort path
+    tree = CallTree(a[:, 0], start, start + a[:, 2], a[:, 3])
+    for r, got in tree._by_rank.items():
+        idx = np.flatnonzero(tree.rank == r)
+        assert got.tolist() == idx[np.lexsort((start[idx], a[idx, 0]))].tolist()
+
+
+@given(st.lists(st.integers(0, 2**40), max_size=30), st.integers(0, 2**40), st.integers(-2**40, 2**40))
+@settings(max_examples=300, deadline=None)
+def test_cnt_to_decimal_floor_parts(cnts: list, cnt0: int, mono0: int) -> None:
+    from fractions import Fraction
+
+    c = np.array(cnts, dtype=np.uint64)
+    q, r = cpp_time._cnt_to_decimal(c, cnt0, mono0, Fraction(100))
+    diff = c.astype(np.int64) - np.int64(cnt0)
+    whole, frac = cpp_time._to_string_6(np.abs(diff).astype(np.float64) / 100.0)
+    ps = whole * 1_000_000 + frac
+    wq, wr = np.divmod(np.where(diff < 0, -ps, ps), 1000)
+    assert q.tolist() == (np.int64(mono0) + wq).tolist() and r.tolist() == wr.tolist()

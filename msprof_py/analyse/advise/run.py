@@ -16,7 +16,7 @@ from pathlib import Path
 
 from msprof_py.analyse.advise import findings, pmu, prof_rule, report
 from msprof_py.analyse.advise.base import device_ids
-from msprof_py.analyse.advise.parts import Combined, combine, device_advice
+from msprof_py.analyse.advise.parts import Combined, DeviceAdvice, combine, device_advice
 from msprof_py.atomic import write_text
 from msprof_py.errors import InvalidParamError, InvalidPathError, WarningLog
 from msprof_py.memory import trim
@@ -78,14 +78,18 @@ def advise_session(prof: Path, session: Session, res: AdviseResult, fmt: str = "
 
 
 def advise_source(prof: Path, source: ProfSource, res: AdviseResult, fmt: str = "text",
-                  summary_only: bool = False) -> str:
+                  summary_only: bool = False, done: dict[int, DeviceAdvice] | None = None) -> str:
     """:func:`advise_session` reading one device at a time from ``source`` (decoding and caching
     each device first if ``source`` has not yet been through them): the same files and text
     (:mod:`msprof_py.analyse.advise.parts`), with the whole session's memory only when the
-    devices' tables do not join as they are."""
+    devices' tables do not join as they are.  ``done``: devices whose part a caller already has
+    (:func:`device_advice` of the session it had, e.g. the export's)."""
     check_format(fmt)
     parts = []
     for dev in source.devices:
+        if done and dev in done:
+            parts.append(done[dev])
+            continue
         if source.finished:
             session = source.device(dev)
         else:

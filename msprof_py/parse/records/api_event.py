@@ -31,7 +31,7 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     item = parts.col("item_id", np.uint64)
     conn = np.arange(n, dtype=np.int64)
     cpp_conn = np.empty(n, dtype=np.int64)
-    cpp_conn[np.lexsort((conn, -level.astype(np.int64), begin))] = np.arange(1, n + 1, dtype=np.int64)
+    cpp_conn[_time_level_order(begin, level)] = np.arange(1, n + 1, dtype=np.int64)
     is_event = end == np.uint64(EVENT_FLAG)
 
     api = ~is_event
@@ -81,3 +81,17 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
         "cpp_connection_id": cpp_conn[rows],
         "is_event": ev_rows,
     }
+
+
+def _time_level_order(begin: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """Record positions by begin, then level descending, ties in file order (``np.lexsort((file
+    order, -level, begin))``): one stable argsort of begin and the 16-bit level packed in an int64
+    when the begin span leaves room for them, else the lexsort."""
+    if not len(begin):
+        return np.zeros(0, np.int64)
+    lo, hi = int(begin.min()), int(begin.max())
+    if (hi - lo + 1) << 16 < 2 ** 63:
+        packed = (begin - np.uint64(lo)).astype(np.int64) << np.int64(16)
+        packed |= np.int64(0xFFFF) - level.astype(np.int64)
+        return np.argsort(packed, kind="stable")
+    return np.lexsort((-level.astype(np.int64), begin))

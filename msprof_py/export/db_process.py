@@ -1,0 +1,263 @@
+"""The unified DB of a one-process streamed export, written by forked processes beside the text writers.
+
+Why processes: the DB (``msprof_*.db``) is ~20-40 % of an export's CPU.  On a thread
+(:mod:`msprof_py.export.db_thread`, still used where there is no ``fork``) its SQLite work runs
+on the second core, but its Python work (the insert lists, binding every parameter) holds the
+GIL against the text writers: on collection A the main thread lost ~0.5-1 s to it, and on the
+single-op million the DB's 25 M TASK_PMU_INFO rows made it the bound (benchmarks/RESULTS.md,
+issue 12 phase 6).  A forked process shares no GIL.
+
+Why one process per device: a process forked when the export has read a device sees that
+device's tables (and the host tables) copy-on-write, without a copy and without reading the
+parse cache again, so memory stays what the thread's was: one device's tables, shared.  The
+processes take turns on the DB file, in device order, each going on from where the one before
+stopped (:class:`msprof_py.export.unified_db.Fill`): each waits until the one before has ended
+(a pipe whose only writer is that process: end of file when it exits, killed or not), opens the
+DB, reads the state the one before pickled (string ids, a device's COMPUTE_TASK_INFO columns;
+its TASK_PMU_INFO rows are staged in a second SQLite file attached as ``stage``), adds its
+device and pickles the state again; the last one writes the tables after the devices' and
+closes the DB.  The export reads the next device only once the previous device's process has
+ended (:meth:`DbProcesses.wait_room`), so at most one device's tables are in memory.  The DB's
+bytes are those of the DB written in one go (the main DB file sees the same statements in the
+same order; the staged rows live in the other file).
+
+Errors: a process reports its result on a pipe; the export collects them after the text files
+(:meth:`DbProcesses.result`, where the sequential export writes the DB): a DB error is the same
+one-line error (a full disk names the DB), a process that died (killed, out of memory) is one
+clear error, and the DB is renamed into place only when every process succeeded.  When the
+export stops (an error, Ctrl-C: the processes ignore SIGINT, the export handles it)
+:meth:`DbProcesses.stop` kills the processes still running and removes the scratch dir that
+holds the DB under construction and its staging files.
+
+Past 2 cores: one DB process runs at a time (SQLite writes one file from one connection), so the
+DB uses one core whatever the machine has; the text writers use the rest (the main process, the
+row renderer's threads, ``MSPROF_PY_WORKERS`` processes for several devices).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import signal
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from msprof_py.atomic import disk_full, scratch_dir
+from msprof_py.errors import MsprofError
+from msprof_py.export.db_thread import db_view
+from msprof_py.export.parallel import WorkerDiedError, raise_error
+from msprof_py.export.unified_db import Fill, connect, is_full
+from msprof_py.memory import trim
+from msprof_py.parse.session import Session
+
+DB_PROCESS_ENV = "MSPROF_PY_DB_PROCESS"  # "0": the DB on a thread of the export's process instead
+
+
+def can_fork() -> bool:
+    return hasattr(os, "fork") and os.environ.get(DB_PROCESS_ENV, "1") != "0"
+
+
+@dataclass
+class _Proc:
+    pid: int
+    status_fd: int  # read end of the pipe the process reports on
+    code: int | None = None  # wait status once reaped
+
+
+class DbProcesses:
+    """The DB ``path`` of host tables ``host`` and ``count`` devices, each added by a process
+    forked by :meth:`put` (``categories``: the whole session's, for :func:`db_view`).  ``path``
+    None: no DB (:meth:`UnifiedDb.path_for`), nothing forked."""
+
+    def __init__(self, host: Session, count: int, path: Path | None, categories: dict[str, list[str]]) -> None:
+        self.host, self.count, self.path, self.cats = host, count, path, categories
+        # the DB under construction, its staging file, the states
+        self.dir = scratch_dir(path.parent) if path is not None else None
+        self.db = self.dir / "db" if self.dir is not None else Path()
+        self.procs: list[_Proc] = []
+        self.prev: int | None = None  # read end of the last process's chain pipe
+
+    # -- the export's process
+    def wait_room(self) -> None:
+        """Block until the previous device's process has ended (it let go of that device)."""
+        if self.procs:
+            self._reap(self.procs[-1])
+
+    def put(self, session: Session) -> None:
+        """Fork the process that adds the next device (``session``) to the DB."""
+        if self.path is None:
+            return
+        d = len(self.procs)
+        trim()  # free heap pages handed back first: the two processes would each keep a copy of one the other reuses
+        status_r, status_w = os.pipe()
+        chain_r, chain_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the DB process: never returns
+            os.close(status_r)
+            os.close(chain_r)
+            self._child(d, session, status_w)
+        os.close(status_w)
+        os.close(chain_w)  # the process holds the only write end: its exit is the next one's start
+        if self.prev is not None:
+            os.close(self.prev)
+        self.prev = chain_r
+        self.procs.append(_Proc(pid, status_r))
+
+    def result(self) -> list[Path]:
+        """Wait for every process; the DB renamed into place, or the first process's error."""
+        if self.path is None:
+            return []
+        try:
+            for d, p in enumerate(self.procs):
+                self._reap(p)
+                status = self._status(p)
+                if status is None or status[0] == "skip":
+                    raise WorkerDiedError(f"the process writing {self.path} (device {d} of {self.count}) died "
+                                          f"(killed, or out of memory?); run again with {DB_PROCESS_ENV}=0 to "
+                                          "write it on a thread")
+                if status[0] == "error":
+                    if status[1] == "msprof":
+                        raise_error(*status[2])
+                    raise status[2]
+            if len(self.procs) != self.count:
+                raise RuntimeError("the DB was not given every device")
+            os.replace(self.db, self.path)
+            return [self.path]
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Kill the processes still running, wait for them, remove the scratch dir."""
+        for p in self.procs:
+            if p.code is None:
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self._reap(p)
+        for p in self.procs:
+            if p.status_fd >= 0:
+                os.close(p.status_fd)
+                p.status_fd = -1
+        if self.prev is not None:
+            os.close(self.prev)
+            self.prev = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    @staticmethod
+    def _reap(p: _Proc) -> None:
+        if p.code is None:
+            p.code = os.waitpid(p.pid, 0)[1]
+
+    @staticmethod
+    def _status(p: _Proc) -> tuple[Any, ...] | None:
+        chunks = []
+        while chunk := os.read(p.status_fd, 1 << 16):
+            chunks.append(chunk)
+        try:
+            return pickle.loads(b"".join(chunks)) if chunks else None
+        except Exception:  # noqa: BLE001  (cut short: the process died while reporting)
+            return None
+
+    # -- a DB process
+    def _child(self, d: int, session: Session, status_w: int) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the export stops us (stop)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        trim()
+        status: tuple[Any, ...]
+        try:
+            status = self._add(d, session)
+        except MsprofError as err:
+            status = ("error", "msprof", (type(err), str(err), err.exit_code))
+        except BaseException as err:  # noqa: BLE001  (handed to the export's process)
+            status = ("error", "other", err)
+        try:
+            try:
+                blob = pickle.dumps(status)
+            except Exception:  # noqa: BLE001  (an error that does not pickle: its text)
+                blob = pickle.dumps(("error", "other", RuntimeError(f"{type(status[-1]).__name__}: {status[-1]}")))
+            os.write(status_w, blob)
+        finally:
+            os._exit(0)
+
+    def _add(self, d: int, session: Session) -> tuple[Any, ...]:
+        if d > 0:
+            while os.read(self.prev, 1 << 12):  # type: ignore[arg-type]  (the previous process ended)
+                pass
+            if not self._state(d - 1).exists():
+                return ("skip",)  # it failed: the export reports its error
+        open_tx, extra = False, 0
+        before = _counter(self.db)
+        con = connect(self.db)
+        try:
+            con.execute("ATTACH DATABASE ? AS stage", (str(self.dir / "stage"),))
+            con.execute("PRAGMA stage.journal_mode=OFF")
+            con.execute("PRAGMA stage.synchronous=OFF")
+            if d == 0:
+                fill = Fill(self.host, self.count, stage="stage")
+            else:
+                with open(self._state(d - 1), "rb") as f:
+                    fill, open_tx, extra = pickle.load(f)
+                fill.host = self.host
+                if open_tx:  # one connection would still be in the transaction the last process began
+                    con.execute("BEGIN")
+            fill.add(con, db_view(session, self.cats))
+            del session
+            if d == self.count - 1:
+                fill.end(con)
+            ends_open = con.in_transaction
+            con.commit()
+        except sqlite3.OperationalError as err:
+            if is_full(err):
+                raise disk_full(self.path, written=_size(self.db)) from None
+            raise
+        finally:
+            con.close()
+        if open_tx and _counter(self.db) != before:
+            extra += 1  # a commit one connection would not have made
+        if d < self.count - 1:
+            tmp = self.dir / f"state_{d}.tmp"
+            with open(tmp, "wb") as f:
+                pickle.dump((fill, ends_open, extra), f, protocol=5)
+            os.replace(tmp, self._state(d))
+        elif extra:
+            _set_counter(self.db, _counter(self.db) - extra)
+        return ("ok",)
+
+    def _state(self, d: int) -> Path:
+        return self.dir / f"state_{d}"
+
+
+# The SQLite header's file change counter (offset 24) and version-valid-for number (offset 92):
+# each commit adds one, so a DB written by several processes (one commit each) would differ from
+# the DB one connection writes in these 8 bytes only; they are set back to what it writes.
+_CHANGE_COUNTER, _VALID_FOR = 24, 92
+
+
+def _counter(path: Path) -> int:
+    try:
+        with open(path, "rb") as f:
+            f.seek(_CHANGE_COUNTER)
+            return int.from_bytes(f.read(4) or b"\0", "big")
+    except FileNotFoundError:
+        return 0
+
+
+def _set_counter(path: Path, value: int) -> None:
+    with open(path, "r+b") as f:
+        for offset in (_CHANGE_COUNTER, _VALID_FOR):
+            f.seek(offset)
+            f.write(value.to_bytes(4, "big"))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+__all__ = ["DbProcesses", "DB_PROCESS_ENV", "can_fork"]
