@@ -37,6 +37,29 @@ def group_codes(*columns: np.ndarray) -> np.ndarray:
     return pd.factorize(code, sort=True)[0].astype(np.int64)
 
 
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of non-negative integers; by counting when they
+    are below 2**16 (record type codes), which needs no sort."""
+    v = np.asarray(values)
+    if len(v) and v.dtype.kind in "iu" and int(v.min()) >= 0 and int(v.max()) < 1 << 16:
+        present = np.bincount(v) > 0
+        return np.flatnonzero(present).astype(v.dtype), (np.cumsum(present) - 1)[v]
+    return np.unique(v, return_inverse=True)
+
+
+def member(values: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """``np.isin(values, known)`` for two integer arrays, by hashing (pandas' ``isin``: one pass
+    over each) where ``np.isin`` sorts them together (0.39 s against 0.03 s for 4.2 M API keys
+    and a few hundred known ones); ``np.isin`` itself when the dtypes differ (no value may be
+    cast on the way)."""
+    v, k = np.asarray(values), np.asarray(known)
+    if v.dtype != k.dtype or v.dtype.kind not in "iu":
+        return np.isin(v, k)
+    if not len(k) or not len(v):
+        return np.zeros(len(v), bool)
+    return pd.Series(v, copy=False).isin(k).to_numpy(dtype=bool)
+
+
 def last_le(keys: np.ndarray, times: np.ndarray, qkeys: np.ndarray, qtimes: np.ndarray) -> np.ndarray:
     """For each query, the index of the last row with the same key and time <= query time, else -1.
 

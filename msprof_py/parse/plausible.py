@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from msprof_py.errors import WarningLog
+from msprof_py.parse.keys import member
 from msprof_py.raw.common import LEVEL_RUNTIME
 
 if TYPE_CHECKING:
@@ -160,12 +161,12 @@ def check_records(tag: str, parts, ctx) -> None:
         return
     if tag == "compact.node_basic_info":
         known = _u64(ctx.dicts.hashes.keys())
-        miss = np.flatnonzero(~np.isin(parts.col("op_name", np.uint64), known))
+        miss = np.flatnonzero(~member(parts.col("op_name", np.uint64), known))
         if len(miss):
             path, off = parts.where(int(miss[0]))
             warnings.tally("op records whose name is not in hash_dic (hash_dic missing or damaged? names shown as "
                            "numbers)", len(miss), f"{path} byte {off}")
-        miss = np.flatnonzero(~np.isin(parts.col("op_type", np.uint64), known))
+        miss = np.flatnonzero(~member(parts.col("op_type", np.uint64), known))
         if len(miss):
             path, off = parts.where(int(miss[0]))
             warnings.tally("op records whose op type is not in hash_dic (a damaged record or hash_dic? op types "
@@ -174,7 +175,7 @@ def check_records(tag: str, parts, ctx) -> None:
         # 0 = no kernel (a memcpy, an event); any other hash must be in hash_dic, or the task's
         # op name falls back to its runtime type (Ascend C kernels launched directly)
         kernel = parts.col("kernel_name", np.uint64)
-        miss = np.flatnonzero((kernel != 0) & ~np.isin(kernel, _u64(ctx.dicts.hashes.keys())))
+        miss = np.flatnonzero((kernel != 0) & ~member(kernel, _u64(ctx.dicts.hashes.keys())))
         if len(miss):
             path, off = parts.where(int(miss[0]))
             warnings.tally("runtime task records whose kernel name is not in hash_dic (hash_dic missing or "
@@ -183,7 +184,7 @@ def check_records(tag: str, parts, ctx) -> None:
         # the runtime task type names come from type_info_dic at level 5000 (raw.common.LEVEL_RUNTIME);
         # no dictionary at all is reported once, for the API records
         known = _u64(t for lv, t in ctx.dicts.types if lv == LEVEL_RUNTIME and 0 <= t < 2**32)
-        miss = np.flatnonzero(~np.isin(parts.col("task_type", np.uint64) & np.uint64(0xFFFFFFFF), known))
+        miss = np.flatnonzero(~member(parts.col("task_type", np.uint64) & np.uint64(0xFFFFFFFF), known))
         if len(miss):
             path, off = parts.where(int(miss[0]))
             warnings.tally("runtime task records whose task type is not in type_info_dic (a damaged record or "
@@ -191,7 +192,7 @@ def check_records(tag: str, parts, ctx) -> None:
     if tag == "api_event.data":
         known = _u64((lv << 32) | t for lv, t in ctx.dicts.types if 0 <= lv < 2**32 and 0 <= t < 2**32)
         key = (parts.col("level", np.uint64) << np.uint64(32)) | parts.col("type", np.uint64)
-        miss = np.flatnonzero(~np.isin(key, known))
+        miss = np.flatnonzero(~member(key, known))
         if len(miss):
             path, off = parts.where(int(miss[0]))
             warnings.tally("API records whose type is not in type_info_dic (type_info_dic missing or damaged? "

@@ -220,3 +220,25 @@ def test_cnt_to_decimal_floor_parts(cnts: list, cnt0: int, mono0: int) -> None:
     ps = whole * 1_000_000 + frac
     wq, wr = np.divmod(np.where(diff < 0, -ps, ps), 1000)
     assert q.tolist() == (np.int64(mono0) + wq).tolist() and r.tolist() == wr.tolist()
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=30), st.lists(st.integers(0, 2**64 - 1), max_size=10),
+       st.sampled_from(["u64", "i64", "mixed"]))
+@settings(max_examples=300, deadline=None)
+def test_member_as_np_isin(values: list, known: list, kind: str) -> None:
+    v = np.array(values, dtype=np.uint64)
+    k = np.array(known + values[:2], dtype=np.uint64)  # some hits
+    if kind == "i64":
+        v, k = v.view(np.int64), k.view(np.int64)
+    elif kind == "mixed":
+        k = k.astype(np.float64)  # dtypes differ: np.isin itself
+    assert keys.member(v, k).tolist() == np.isin(v, k).tolist()
+
+
+@given(st.lists(st.integers(0, 70000), max_size=30), st.sampled_from([np.uint32, np.int64, np.uint16]))
+@settings(max_examples=300, deadline=None)
+def test_unique_inverse_as_np_unique(values: list, dtype) -> None:
+    v = np.array([x % 65536 if dtype == np.uint16 else x for x in values], dtype=dtype)
+    u, inv = keys.unique_inverse(v)
+    wu, winv = np.unique(v, return_inverse=True)
+    assert u.dtype == wu.dtype and u.tolist() == wu.tolist() and inv.tolist() == winv.tolist()

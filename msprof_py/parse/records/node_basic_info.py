@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from msprof_py.parse import cats
+from msprof_py.parse.keys import unique_inverse
 
 from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw.node_basic_info import GE_TASK_TYPES
@@ -20,7 +21,7 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     low = (block & 0xFFFF).astype(np.int64)
     high = (block >> 16).astype(np.int64)
     ge = parts.col("task_type", np.uint32)
-    uniq, inv = np.unique(ge, return_inverse=True)
+    uniq, inv = unique_inverse(ge)
     ge_cat = cats.from_codes(inv, [GE_TASK_TYPES.get(int(v), str(int(v))) for v in uniq])
     return {
         "thread_id": parts.col("thread_id", np.uint32),

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.errors import WarningLog
-from msprof_py.parse.keys import group_codes
+from msprof_py.parse.keys import group_codes, unique_inverse
 from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw import stars_soc as raw
 from msprof_py.raw.common import INVALID_U32
@@ -126,12 +126,7 @@ def _order(key: np.ndarray, ts: np.ndarray, is_start: np.ndarray) -> np.ndarray:
 
 
 def type_names(tcode: np.ndarray) -> pd.Categorical:
-    tcode = np.asarray(tcode, np.int64)
-    if len(tcode) and int(tcode.min()) >= 0 and int(tcode.max()) < 1 << 16:  # the codes are small:
-        present = np.bincount(tcode) > 0  # distinct values and ranks by counting, not by a sort
-        uniq, inv = np.flatnonzero(present), (np.cumsum(present) - 1)[tcode]
-    else:
-        uniq, inv = np.unique(tcode, return_inverse=True)
+    uniq, inv = unique_inverse(np.asarray(tcode, np.int64))  # small codes: counted, not sorted
     names = [raw.FFTS_SUBTASK_TYPES.get(int(c) - 1000, str(int(c) - 1000)) if c >= 1000
              else raw.SQE_TYPES.get(int(c), str(int(c))) for c in uniq]
     cats, codes = np.unique(np.array(names, dtype=object), return_inverse=True) if names else ([], [])
