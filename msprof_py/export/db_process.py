@@ -1,15 +1,24 @@
-"""The unified DB of a one-process streamed export, written by forked processes beside the text writers.
+"""The unified DB of a one-process streamed export, written by forked processes beside the text
+writers (``MSPROF_PY_DB_PROCESS=1``; the default is the thread of :mod:`msprof_py.export.db_thread`).
 
-Why processes: the DB (``msprof_*.db``) is ~20-40 % of an export's CPU.  On a thread
-(:mod:`msprof_py.export.db_thread`, still used where there is no ``fork``) its SQLite work runs
-on the second core, but its Python work (the insert lists, binding every parameter) holds the
-GIL against the text writers: on collection A the main thread lost ~0.5-1 s to it, and on the
-single-op million the DB's 25 M TASK_PMU_INFO rows made it the bound (benchmarks/RESULTS.md,
-issue 12 phase 6).  A forked process shares no GIL.
+Why processes: the DB (``msprof_*.db``) is ~20-40 % of an export's CPU.  On a thread its SQLite
+work runs on the second core, but its Python work (the insert lists, binding every parameter)
+holds the GIL against the text writers; a forked process shares no GIL.
+
+Why not the default (benchmarks/RESULTS.md, issue 12 phase 6, 2-core VM shared with two other
+engineers' runs, load 3-5): the text pass's main thread was not measurably less blocked with the
+DB in a process (time neither running nor runnable, 100k single-op: 0.40-0.51 s either way), the
+wall times were equal within the noise (400k-task resnet50 x2, 6 alternating runs each: median
+6.81 s processes, 6.74 s thread; single-op million 30.1 s against 24.4 s, one run each), the CPU
+was equal or up to 5 % higher (page copies after the fork) and the tree's memory higher: PSS +30 MB
+on collection A (430 MB), +184 MB on the single-op million (1,652 MB), and the sum of the RSS,
+which counts the shared pages in both processes, 564 MB on A.  A quiet machine may still show
+the GIL's cost; this module is kept, tested, to measure it there.
 
 Why one process per device: a process forked when the export has read a device sees that
 device's tables (and the host tables) copy-on-write, without a copy and without reading the
-parse cache again, so memory stays what the thread's was: one device's tables, shared.  The
+parse cache again: one device's tables in memory, shared (what each process then writes or
+frees is its own: the measured cost above).  The
 processes take turns on the DB file, in device order, each going on from where the one before
 stopped (:class:`msprof_py.export.unified_db.Fill`): each waits until the one before has ended
 (a pipe whose only writer is that process: end of file when it exits, killed or not), opens the
@@ -52,11 +61,13 @@ from msprof_py.export.unified_db import Fill, connect, is_full
 from msprof_py.memory import trim
 from msprof_py.parse.session import Session
 
-DB_PROCESS_ENV = "MSPROF_PY_DB_PROCESS"  # "0": the DB on a thread of the export's process instead
+DB_PROCESS_ENV = "MSPROF_PY_DB_PROCESS"  # "1": the DB by these processes; else on a thread (the default)
 
 
 def can_fork() -> bool:
-    return hasattr(os, "fork") and os.environ.get(DB_PROCESS_ENV, "1") != "0"
+    """Whether the DB is written by these processes: asked for (``MSPROF_PY_DB_PROCESS=1``) and
+    ``fork`` exists.  Not the default: see the module doc."""
+    return hasattr(os, "fork") and os.environ.get(DB_PROCESS_ENV, "0") == "1"
 
 
 @dataclass
@@ -115,7 +126,7 @@ class DbProcesses:
                 status = self._status(p)
                 if status is None or status[0] == "skip":
                     raise WorkerDiedError(f"the process writing {self.path} (device {d} of {self.count}) died "
-                                          f"(killed, or out of memory?); run again with {DB_PROCESS_ENV}=0 to "
+                                          f"(killed, or out of memory?); run again without {DB_PROCESS_ENV}=1 to "
                                           "write it on a thread")
                 if status[0] == "error":
                     if status[1] == "msprof":

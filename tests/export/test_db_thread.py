@@ -128,6 +128,7 @@ def test_a_killed_db_process_is_one_clear_error(two_devices: Path, tmp_path: Pat
         real(self, con, s)
 
     monkeypatch.setattr(unified_db.Fill, "add", killed)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
     prof = _copy(two_devices, tmp_path)
     res = CliRunner().invoke(cli, ["export", "--output", str(prof)])
     errors = [ln for ln in res.output.splitlines() if ln.startswith("msprof-py: error:")]
