@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.session_access import NA_ID, of_device
+from msprof_py.parse.cats import code_dtype, of_codes
 from msprof_py.parse.session import Session
 
 # op_summary drops these task types (msprof C++ OpSummaryAssembler)
@@ -35,22 +36,11 @@ def as_cat(col: Any) -> pd.Categorical:
     if missing or "N/A" not in cats:
         cats = cats + ["N/A"]
         if missing:
-            codes = np.where(codes < 0, len(cats) - 1, codes.astype(_code_dtype(len(cats)), copy=False))
+            codes = np.where(codes < 0, len(cats) - 1, codes.astype(code_dtype(len(cats)), copy=False))
     if len(set(cats)) == len(cats):
-        return _from_codes(codes, cats)
+        return of_codes(codes, cats)
     uniq, inverse = np.unique(np.array(cats, dtype=object), return_inverse=True)  # dedupe categories
-    return _from_codes(inverse[codes], list(uniq))
-
-
-def _code_dtype(n: int) -> type:
-    """The smallest signed integer type holding codes 0 .. n - 1 (and -1)."""
-    return np.int8 if n <= 127 else np.int16 if n <= 32767 else np.int32 if n < 2**31 else np.int64
-
-
-def _from_codes(codes: np.ndarray, cats: list[Any]) -> pd.Categorical:
-    """A Categorical of ``codes`` (all valid: 0 .. len(cats) - 1) over distinct ``cats``, without
-    pandas' check of every code."""
-    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object), validate=False)
+    return of_codes(inverse[codes], list(uniq))
 
 
 def _same(a: pd.Categorical, b: pd.Categorical) -> np.ndarray:
@@ -75,7 +65,7 @@ def cat_where(cond: np.ndarray, a: pd.Categorical, b: pd.Categorical) -> pd.Cate
     """Row-wise ``a if cond else b`` for categoricals, without per-row strings."""
     cats = pd.Index(list(dict.fromkeys([*a.categories, *b.categories])), dtype=object)
     ca, cb = _codes_in(cats, a), _codes_in(cats, b)
-    return _from_codes(np.where(cond, ca, cb), cats)
+    return of_codes(np.where(cond, ca, cb), cats)
 
 
 def _codes_in(cats: pd.Index, c: pd.Categorical) -> np.ndarray:
@@ -85,7 +75,7 @@ def _codes_in(cats: pd.Index, c: pd.Categorical) -> np.ndarray:
     codes = np.asarray(c.codes)
     if len(to) and np.array_equal(to, np.arange(len(to))) and (not len(codes) or int(codes.min()) >= 0):
         return codes  # c's categories come first in ``cats``, in their order: the codes as they are
-    return to.astype(_code_dtype(len(cats)))[codes]
+    return to.astype(code_dtype(len(cats)))[codes]
 
 
 def cat_isin(c: pd.Categorical, values: Any) -> np.ndarray:
@@ -293,8 +283,8 @@ def _info_task_types(t: pd.DataFrame, no_op: np.ndarray) -> pd.Categorical:
     present = np.flatnonzero(np.bincount(host.codes, minlength=len(mapped))) if len(t) else []
     values = sorted({mapped[i] for i in present})
     pos = {v: i for i, v in enumerate(values)}
-    to = np.array([pos.get(v, 0) for v in mapped], dtype=_code_dtype(len(values) + 1))
-    ge = as_cat(_from_codes(to[host.codes], values))
+    to = np.array([pos.get(v, 0) for v in mapped], dtype=code_dtype(len(values) + 1))
+    ge = as_cat(of_codes(to[host.codes], values))
     return cat_where(no_op, ge, as_cat(t["task_type"]))
 
 

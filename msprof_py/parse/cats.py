@@ -40,7 +40,7 @@ def take(cat: pd.Categorical, idx: np.ndarray, default: str) -> pd.Categorical:
     if len(src) and int(src.min()) < 0:
         table[:-1][src < 0] = d
     table[-1] = d
-    return _from_codes(table[idx], cats)
+    return of_codes(table[idx], cats)
 
 
 def where(mask: np.ndarray, a: pd.Categorical, b: pd.Categorical) -> pd.Categorical:
@@ -52,7 +52,7 @@ def where(mask: np.ndarray, a: pd.Categorical, b: pd.Categorical) -> pd.Categori
     pos.update({c: len(a_cats) + i for i, c in enumerate(extra)})
     # b's codes into the joined categories; a missing code (-1) picks the last slot: -1
     remap = np.array([pos[c] for c in b.categories] + [-1], dtype=code_dtype(len(cats)))
-    return _from_codes(np.where(mask, np.asarray(a.codes), remap[np.asarray(b.codes)]), cats)
+    return of_codes(np.where(mask, np.asarray(a.codes), remap[np.asarray(b.codes)]), cats)
 
 
 def code_dtype(n: int) -> type:
@@ -60,7 +60,7 @@ def code_dtype(n: int) -> type:
     return np.int8 if n <= 127 else np.int16 if n <= 32767 else np.int32 if n < 2**31 else np.int64
 
 
-def _from_codes(codes: np.ndarray, cats: list) -> pd.Categorical:
+def of_codes(codes: np.ndarray, cats: list) -> pd.Categorical:
     """A Categorical of valid ``codes`` (-1 .. len(cats) - 1) over distinct ``cats``, without
     pandas' check of every code."""
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object), validate=False)
@@ -115,7 +115,7 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
                 continue
             remap = np.full(len(labels) + 1, -1, code_dtype(len(used)))  # the last slot: a missing code
             remap[used[order]] = np.arange(len(used))
-            df[c] = _from_codes(remap[codes], list(names[order]))
+            df[c] = of_codes(remap[codes], list(names[order]))
     return df
 
 
