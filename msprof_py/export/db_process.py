@@ -5,15 +5,15 @@ Why processes: the DB (``msprof_*.db``) is ~20-40 % of an export's CPU.  On a th
 work runs on the second core, but its Python work (the insert lists, binding every parameter)
 holds the GIL against the text writers; a forked process shares no GIL.
 
-Why not the default (benchmarks/RESULTS.md, issue 12 phase 6, 2-core VM shared with two other
-engineers' runs, load 3-5): the text pass's main thread was not measurably less blocked with the
-DB in a process (time neither running nor runnable, 100k single-op: 0.40-0.51 s either way), the
-wall times were equal within the noise (400k-task resnet50 x2, 6 alternating runs each: median
-6.81 s processes, 6.74 s thread; single-op million 30.1 s against 24.4 s, one run each), the CPU
-was equal or up to 5 % higher (page copies after the fork) and the tree's memory higher: PSS +30 MB
-on collection A (430 MB), +184 MB on the single-op million (1,652 MB), and the sum of the RSS,
-which counts the shared pages in both processes, 564 MB on A.  A quiet machine may still show
-the GIL's cost; this module is kept, tested, to measure it there.
+Why not the default (benchmarks/RESULTS.md, issue 12 phase 6).  On a quiet 2-core machine the
+processes are faster: collection A (1M tasks, 2 devices) 4.75-5.10 s against 5.18-5.47 s with the
+thread, the same collection with PMU data (25 M TASK_PMU_INFO rows) 11.4 s against 13.0 s, the
+single-op million 15.1 s against 19.7 s (one run each).  But the tree holds more memory: PSS
+(pages shared copy-on-write counted once) 392-413 MB on A against 348-358 MB, 1,646 MB against
+1,459 MB on the million; and the sum of the processes' RSS, which counts the shared pages in both,
+546 MB on A, over the 490 MB that issue 12 allows.  The default keeps the thread's memory; a
+machine with memory to spare gains 8-23 % of wall time with ``MSPROF_PY_DB_PROCESS=1``.  (On the
+shared machine, load 3-5, the two were equal within the noise.)
 
 Why one process per device: a process forked when the export has read a device sees that
 device's tables (and the host tables) copy-on-write, without a copy and without reading the
