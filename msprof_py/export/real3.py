@@ -4,8 +4,8 @@ msprof's C++ analysis reads PMU metrics back from SQLite as ``ROUND(value, 3)`` 
 them as SQLite prints a REAL: the shortest digits, at least one decimal (``0.5``, ``12.0``,
 ``3.142``).  For a value below 1e9 that text is ``k / 1000`` written with its trailing zeros
 dropped (one ``0`` kept), ``k`` the rounded value in thousandths, so a column is rendered from
-an int64 array ``k`` by the row renderer: integer part, ``.``, three digits from a table, then
-the trailing zeros turned into NUL padding (which the renderer drops).
+an int64 array ``k`` by the row renderer: ``k`` as µs with three decimals, then the trailing zeros
+turned into NUL padding (which the renderer drops).
 
 ``sqlite_real_text`` (pmu_export) stays the per-value definition; a differential test checks
 this against it.
@@ -16,7 +16,7 @@ import sqlite3
 
 import numpy as np
 
-from msprof_py.export.rows import digit_table, gather, magnitude, split, write_uint
+from msprof_py.export.rows import us3_width, write_us3
 
 _LIMIT = 1e9  # below it a double's step is far under 0.0005: k / 1000 is exact text
 
@@ -53,26 +53,16 @@ def round3_thousandths(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def real3_width(k: np.ndarray) -> int:
     """Characters for the widest of ``k`` thousandths as ``[-]whole.ddd``."""
-    if len(k) == 0:
-        return 5
-    lo, hi = int(k.min()), int(k.max())
-    return len(str(max(abs(lo), abs(hi)) // 1000)) + (1 if lo < 0 else 0) + 4
+    return us3_width(k)
 
 
 def write_real3(out: np.ndarray, k: np.ndarray) -> None:
     """Thousandths ``k`` into ``out`` (``(len(k), width)`` uint8, width from :func:`real3_width`)
-    as SQLite prints ``k / 1000``: ``1500 -> 1.5``, ``2000 -> 2.0``, ``-250 -> -0.25``."""
+    as SQLite prints ``k / 1000``: ``1500 -> 1.5``, ``2000 -> 2.0``, ``-250 -> -0.25``: the
+    ``%.3f`` text of the µs writer, its trailing zeros then turned into padding (``.000`` keeps
+    its first 0)."""
+    write_us3(out, k)
     w = out.shape[1]
-    neg = k < 0
-    mag = magnitude(k) if neg.any() else k
-    whole, frac = split(mag, 1000)
-    if neg.any():
-        out[:, 0] = np.where(neg, ord("-"), 0)
-        write_uint(out[:, 1:w - 4], whole)
-    else:
-        write_uint(out[:, :w - 4], whole)
-    out[:, w - 4] = ord(".")
-    gather(out[:, w - 3:], digit_table(3, False), frac)
-    # trailing zeros become padding; ".000" keeps its first 0
-    out[:, w - 1][frac % 10 == 0] = 0
-    out[:, w - 2][frac % 100 == 0] = 0
+    last = out[:, w - 1] == ord("0")
+    out[last, w - 1] = 0
+    out[last & (out[:, w - 2] == ord("0")), w - 2] = 0

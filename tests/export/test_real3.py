@@ -37,6 +37,9 @@ def test_na_rows() -> None:
     k = np.array([1500, 0, -250, 123456789], np.int64)
     na = np.array([False, True, False, False])
     assert csv_texts(Col.real3(k, na_mask=na)) == ["1.5", "N/A", "-0.25", "123456.789"]
+    assert csv_texts(Col.real3(k.astype(np.int32), na_mask=na)) == ["1.5", "N/A", "-0.25", "123456.789"]
+    assert csv_texts(Col.real3(np.array([0, 10, 100, 1000, -1000, -1], np.int32))) == [
+        "0.0", "0.01", "0.1", "1.0", "-1.0", "-0.001"]
 
 
 def test_cube_usage_cells_na_zero_and_values() -> None:
