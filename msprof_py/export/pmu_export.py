@@ -1,5 +1,5 @@
-"""Device counters in the exports: op_summary PMU columns, the unified DB's TASK_PMU_INFO and
-AICORE_FREQ tables, and the "AI Core Freq" timeline counter.  Reads the session's ``pmu`` and
+"""Device counters in the exports: op_summary PMU columns and the "AI Core Freq" timeline counter
+(the unified DB's TASK_PMU_INFO and AICORE_FREQ tables: :mod:`msprof_py.export.pmu_db`).  Reads the session's ``pmu`` and
 ``aicore_freq`` tables (:mod:`msprof_py.parse.pmu`); only formats.
 
 op_summary, as msprof's C++ MetricProcessor / OpSummaryAssembler write it (910B):
@@ -22,7 +22,6 @@ from msprof_py.export.rows import RowBuilder
 from msprof_py.export.real3 import round3_thousandths
 from msprof_py.export.table_writer import Col
 from msprof_py.export.trace_events import Counters, Meta, format_pid
-from msprof_py.export.unified_db_insert import create_table, insert_lists
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import CUBE_BASE, KEY_COLS
 from msprof_py.parse.session import Session
@@ -251,163 +250,6 @@ def fixed3_texts(q: np.ndarray) -> tuple[np.ndarray, list[str]]:
         codes[~fast] = s_codes + len(texts)
         texts += [str(t) for t in s_uniq]
     return codes, texts
-
-
-# -- unified DB (columns: unified_db_insert.TABLES) -----------------------------------------
-DB_CHUNK_ROWS = 4_096  # task rows per staging round of TASK_PMU_INFO (see _insert_pmu)
-
-
-def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None,
-              string_id: Any, pmu: bool = True, freq: bool = True, created: set[str] | None = None) -> None:
-    """Create and fill TASK_PMU_INFO (one row per TASK row with PMU data and metric, value as
-    msprof stores it: unrounded, the metric_summary name without ``_extra``) and AICORE_FREQ.
-
-    A DB written one device at a time calls this per device (``pmu`` / ``freq``: which of the two
-    tables; ``created``: the tables already created, updated here, so each is created once)."""
-    created = set() if created is None else created
-    rows = pmu_rows(session, tasks, gid) if pmu else None
-    if rows is not None:
-        names, cols, pos, gids = rows
-        create_table(con, "TASK_PMU_INFO", created)
-        ids = [string_id(M.db_name(n)) for n in names]
-        _insert_pmu(con, cols, ids, pos, gids)
-    if freq:
-        freq_rows(con, session.aicore_freq, created)
-
-
-def freq_rows(con: sqlite3.Connection, f: pd.DataFrame, created: set[str]) -> None:
-    """AICORE_FREQ: the rows of a session's ``aicore_freq`` table (created with the first)."""
-    if len(f):
-        create_table(con, "AICORE_FREQ", created)
-        con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)",
-                        zip(f["device_id"].to_numpy(np.int64).tolist(), f["timestamp_ns"].to_numpy(np.int64).tolist(),
-                            f["freq_mhz"].to_numpy(np.int64).tolist()))
-
-
-PmuRows = tuple[list[str], list[np.ndarray], np.ndarray, np.ndarray]
-"""TASK_PMU_INFO's input: metric names, their value columns (``pmu`` table rows), the row of
-each task with PMU data and its globalTaskId (:func:`pmu_rows`)."""
-
-
-def pmu_rows(session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None) -> PmuRows | None:
-    """The PMU rows of ``tasks`` (globalTaskIds ``gid``), None when no task has any.  The
-    metrics are :func:`_pmu`'s (columns with a value), read from the table itself: no copy of
-    it (the DB thread works beside the text writers; the table is ~260 B per task)."""
-    p = session.pmu
-    if not len(p) or len(p.columns) <= len(KEY_COLS) or tasks is None or not len(tasks):
-        return None
-    names = [n for n in metric_columns(p) if p[n].notna().any()]
-    if not names:
-        return None
-    pos = _pmu_positions(p, tasks)
-    hit = np.flatnonzero(pos >= 0)
-    if not len(hit):
-        return None
-    return names, [p[n].to_numpy() for n in names], pos[hit], np.asarray(gid, np.int64)[hit]
-
-
-def _pmu_positions(p: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
-    """Row position in ``p`` of each of ``tasks`` (same device, stream, task, context, start), else -1."""
-    out = np.full(len(tasks), -1, np.int64)
-    dev_t, dev_p = tasks["device_id"].to_numpy(np.int64), p["device_id"].to_numpy(np.int64)
-    for d in np.unique(dev_t):
-        sel = dev_t == d
-        on = np.flatnonzero(dev_p == d)
-        if not len(on):
-            continue  # no PMU rows on this device (its ffts_profile is missing or empty)
-        # the tables themselves when every row is on this device (no copy of either)
-        got = match_rows(p if len(on) == len(p) else p[JOIN].iloc[on],
-                         tasks if sel.all() else tasks.loc[sel, JOIN])
-        out[sel] = np.where(got >= 0, on[np.maximum(got, 0)], -1)
-    return out
-
-
-_STAGE, _NAMES = "msprof_py_pmu_stage", "msprof_py_pmu_names"  # TEMP tables (not in the DB file)
-
-
-def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int], rows: np.ndarray,
-                gids: np.ndarray) -> None:
-    """TASK_PMU_INFO rows ``(gids[i], ids[j], cols[j][rows[i]])``, i-major then j, as msprof orders them.
-
-    Without a Python object per value: a chunk of task rows is staged in a TEMP table, one row per
-    task with its metric columns (the columns' ``tolist()``, :func:`insert_lists`), then SQLite
-    itself unfolds each staged row into one row per metric (``INSERT ... SELECT`` over the staged
-    rows CROSS JOIN the metric ids; CROSS JOIN keeps the staged rows as the outer loop, so rows
-    come out in task order without a sort).  The values keep the types they are bound with
-    (staging columns have no affinity), so TASK_PMU_INFO's NUMERIC affinity stores exactly what
-    binding each value directly stored: integers as INTEGER, an integral float as INTEGER, other
-    floats as REAL, NaN as NULL."""
-    m = len(cols)
-    con.execute(f"CREATE TEMP TABLE {_STAGE} (g, " + ", ".join(f"v{j}" for j in range(m)) + ")")
-    _names(con, ids)
-    try:
-        for lo in range(0, len(rows), DB_CHUNK_ROWS):
-            _stage_rows(con, _STAGE, cols, rows[lo:lo + DB_CHUNK_ROWS], gids[lo:lo + DB_CHUNK_ROWS])
-            _unfold(con, _STAGE, m)
-            con.execute(f"DELETE FROM {_STAGE}")
-    finally:
-        con.execute(f"DROP TABLE IF EXISTS temp.{_STAGE}")
-        con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
-
-
-def _stage_rows(con: sqlite3.Connection, table: str, cols: list[np.ndarray], rows: np.ndarray,
-                gids: np.ndarray) -> None:
-    insert_lists(con, table, [gids.tolist(), *[_bound(c[rows]) for c in cols]])
-
-
-def _names(con: sqlite3.Connection, ids: list[int]) -> None:
-    """The TEMP table of metric positions and their STRING_IDS ids (:func:`_unfold` reads it)."""
-    con.execute(f"CREATE TEMP TABLE {_NAMES} (j INTEGER PRIMARY KEY, id)")
-    con.executemany(f"INSERT INTO {_NAMES} VALUES (?, ?)", enumerate(ids))
-
-
-def _unfold(con: sqlite3.Connection, table: str, m: int) -> None:
-    """Every staged row of ``table`` (``m`` metric values) as one TASK_PMU_INFO row per metric, in order."""
-    pick = "CASE n.j " + " ".join(f"WHEN {j} THEN s.v{j}" for j in range(m)) + " END"
-    con.execute(f"INSERT INTO TASK_PMU_INFO SELECT s.g, n.id, {pick} "
-                f"FROM {table} AS s CROSS JOIN {_NAMES} AS n ORDER BY s.rowid, n.j")
-
-
-StagedPmu = tuple[list[str], str]  # metric names, table of the staged rows (schema.name)
-
-
-def stage_pmu(con: sqlite3.Connection, rows: PmuRows, key: int, schema: str = "temp") -> StagedPmu:
-    """Stage all of :func:`pmu_rows`' ``rows`` in a table of their own in ``schema`` (``temp``:
-    SQLite's temporary file, not memory; or an attached file that outlives the connection): a DB
-    written one device at a time stages a device's rows while it has them and unfolds them at
-    TASK_PMU_INFO's turn (:func:`unfold_pmu`)."""
-    names, cols, pos, gids = rows
-    table = f"{schema}.{_STAGE}_{key}"
-    con.execute(f"CREATE TABLE {table} (g, " + ", ".join(f"v{j}" for j in range(len(cols))) + ")")
-    for lo in range(0, len(pos), DB_CHUNK_ROWS):
-        _stage_rows(con, table, cols, pos[lo:lo + DB_CHUNK_ROWS], gids[lo:lo + DB_CHUNK_ROWS])
-    return names, table
-
-
-def unfold_pmu(con: sqlite3.Connection, staged: StagedPmu, string_id: Any, created: set[str]) -> None:
-    """TASK_PMU_INFO rows of :func:`stage_pmu`'s rows (what :func:`db_tables` inserts for them)."""
-    names, table = staged
-    create_table(con, "TASK_PMU_INFO", created)
-    try:
-        _names(con, [string_id(M.db_name(n)) for n in names])
-        _unfold(con, table, len(names))
-    finally:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-        con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
-
-
-def _bound(values: np.ndarray) -> list[Any]:
-    """Python values to bind: a numeric column's ``tolist()`` (ints stay int, floats float); other
-    columns (object, extension types) value by value as ints or floats."""
-    if values.dtype.kind in "iufb":
-        return values.tolist()
-    return [_sql_num(v) for v in values]
-
-
-def _sql_num(v: Any) -> Any:
-    if isinstance(v, (np.integer, int)):
-        return int(v)
-    return float(v)
 
 
 # -- timeline ---------------------------------------------------------------------------------

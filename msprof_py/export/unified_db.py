@@ -12,7 +12,7 @@ RANK_DEVICE_MAP, HOST_INFO, COMMUNICATION_OP, TASK_PMU_INFO, AICORE_FREQ.  As ms
 rows.
 
 This module is the insert flow (which table when, device after device); the tables' rows come
-from ``unified_db_tasks`` (TASK, COMPUTE_TASK_INFO, MEMCPY_INFO), ``pmu_export`` (TASK_PMU_INFO,
+from ``unified_db_tasks`` (TASK, COMPUTE_TASK_INFO, MEMCPY_INFO), ``pmu_db`` (TASK_PMU_INFO,
 AICORE_FREQ), ``unified_db_host`` (CANN_API, COMMUNICATION_OP, the session tables) and
 ``unified_db_enums`` (fixed rows); ``unified_db_insert`` holds the column lists,
 ``unified_db_strings`` the STRING_IDS interning.
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.atomic import temp_path
-from msprof_py.export import pmu_export
+from msprof_py.export import pmu_db
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import device_ids
 from msprof_py.export.unified_db_enums import ENUM_TABLES, META_DATA
@@ -144,10 +144,10 @@ class Fill:
             memcpy_ids(session.memcpy, t, self.offset, self.memcpy_gids)
         self.comm.append(s.communication)
         if i < self.count - 1:
-            rows = pmu_export.pmu_rows(s, t if len(t) else None,
+            rows = pmu_db.pmu_rows(s, t if len(t) else None,
                                        np.arange(self.offset, self.offset + len(t), dtype=np.int64))
             self.held.append((info_columns(session, t, self.offset) if len(t) else None,
-                              pmu_export.stage_pmu(con, rows, i, self.stage) if rows is not None else None,
+                              pmu_db.stage_pmu(con, rows, i, self.stage) if rows is not None else None,
                               s.aicore_freq))
             del rows  # views of the device's pmu table: they would keep all of it
         else:
@@ -167,18 +167,18 @@ class Fill:
         if self.last is not None and len(self.last[1]):
             info_rows(con, session, self.last[1], sid, self.last[2], created)
         memcpy_rows(con, session, self.memcpy_gids, self.offset)
-        # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_export)
+        # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_db)
         for _, staged, _ in held:
             if staged is not None:
-                pmu_export.unfold_pmu(con, staged, sid.one, created)
+                pmu_db.unfold_pmu(con, staged, sid.one, created)
         if self.last is not None:
             s, t, first = self.last
-            pmu_export.db_tables(con, s, t if len(t) else None, np.arange(first, first + len(t), dtype=np.int64),
+            pmu_db.db_tables(con, s, t if len(t) else None, np.arange(first, first + len(t), dtype=np.int64),
                                  sid.one, freq=False, created=created)
         for _, _, freq in held:
-            pmu_export.freq_rows(con, freq, created)
+            pmu_db.freq_rows(con, freq, created)
         if self.last is not None:
-            pmu_export.freq_rows(con, self.last[0].aicore_freq, created)
+            pmu_db.freq_rows(con, self.last[0].aicore_freq, created)
         self.held, self.last = [], None
         api_rows(con, session, sid)
         communication_rows(con, session.communication if self.whole else join_parts("communication", self.comm), sid)

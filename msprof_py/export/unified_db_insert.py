@@ -37,7 +37,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
                          ("relay", "INTEGER"), ("retry", "INTEGER"), ("dataType", "INTEGER"),
                          ("algType", "INTEGER"), ("count", "NUMERIC"), ("opType", "INTEGER"),
                          ("deviceId", "INTEGER"), ("rankSize", "INTEGER")],
-    # device counters (filled by msprof_py.export.pmu_export)
+    # device counters (filled by msprof_py.export.pmu_db)
     "TASK_PMU_INFO": [("globalTaskId", "INTEGER"), ("name", "INTEGER"), ("value", "NUMERIC")],
     "AICORE_FREQ": [("deviceId", "INTEGER"), ("timestampNs", "NUMERIC"), ("freq", "INTEGER")],
 }

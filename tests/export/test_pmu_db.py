@@ -1,4 +1,4 @@
-"""TASK_PMU_INFO rows: the staged insert (``pmu_export._insert_pmu``) against binding every value
+"""TASK_PMU_INFO rows: the staged insert (``pmu_db._insert_pmu``) against binding every value
 on its own, the way the table was filled before (same rows, same order, same storage classes)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings, strategies as st
 
-from msprof_py.export import pmu_export
+from msprof_py.export import pmu_db
 from msprof_py.parse.session import Session
 
 FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3).map(float),
@@ -47,12 +47,12 @@ def test_staged_insert_equals_per_value_insert(n: int, data: st.DataObject, chun
     ids = [7, 3, 9, 1]
     con = sqlite3.connect(":memory:")
     con.execute("CREATE TABLE TASK_PMU_INFO (globalTaskId INTEGER, name INTEGER, value NUMERIC)")
-    old = pmu_export.DB_CHUNK_ROWS
-    pmu_export.DB_CHUNK_ROWS = chunk
+    old = pmu_db.DB_CHUNK_ROWS
+    pmu_db.DB_CHUNK_ROWS = chunk
     try:
-        pmu_export._insert_pmu(con, [p[c].to_numpy() for c in names], ids, pos, np.asarray(gids, np.int64))
+        pmu_db._insert_pmu(con, [p[c].to_numpy() for c in names], ids, pos, np.asarray(gids, np.int64))
     finally:
-        pmu_export.DB_CHUNK_ROWS = old
+        pmu_db.DB_CHUNK_ROWS = old
     assert _dump(con) == _reference(p, names, pos, gids, ids)
     # the staging tables are gone (a second device's call creates them again)
     assert not con.execute("SELECT name FROM sqlite_temp_master").fetchall()
@@ -67,6 +67,6 @@ def test_db_tables_two_devices_in_task_order() -> None:
                           "context_id": [0, 0, 0, 0], "start_ns": [10, 20, 10, 30]})
     names: dict[str, int] = {}
     con = sqlite3.connect(":memory:")
-    pmu_export.db_tables(con, session, tasks, np.arange(4) + 50, lambda s: names.setdefault(s, len(names)))
+    pmu_db.db_tables(con, session, tasks, np.arange(4) + 50, lambda s: names.setdefault(s, len(names)))
     assert _dump(con) == [(1, 50, 0, 7, "integer"), (2, 50, 1, 0.5, "real"), (3, 51, 0, 6, "integer"),
                           (4, 51, 1, 1, "integer"), (5, 52, 0, 5, "integer"), (6, 52, 1, 0.25, "real")]

@@ -155,14 +155,14 @@ def test_pmu_rows_on_one_device_only() -> None:
 
     import pandas as pd
 
-    from msprof_py.export import pmu_export
+    from msprof_py.export import pmu_db
     from msprof_py.parse.session import Session
 
     key = {"stream_id": [1], "task_id": [7], "context_id": [0], "start_ns": [1000]}
     session = Session.from_tables(pmu=pd.DataFrame({"device_id": [0], **key, "aic_mac_ratio": [0.5]}))
     tasks = pd.DataFrame({"device_id": [0, 1], **{k: v * 2 for k, v in key.items()}})
     con = sqlite3.connect(":memory:")
-    pmu_export.db_tables(con, session, tasks, [10, 11], lambda name: 5)
+    pmu_db.db_tables(con, session, tasks, [10, 11], lambda name: 5)
     assert con.execute("SELECT globalTaskId, name, value FROM TASK_PMU_INFO").fetchall() == [(10, 5, 0.5)]
 
 
