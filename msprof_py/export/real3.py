@@ -16,7 +16,7 @@ import sqlite3
 
 import numpy as np
 
-from msprof_py.export.rows import us3_width, write_us3
+from msprof_py.export.digits import us3_width, write_us3
 
 _LIMIT = 1e9  # below it a double's step is far under 0.0005: k / 1000 is exact text
 

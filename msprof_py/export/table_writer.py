@@ -195,7 +195,7 @@ def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool,
 def _special_block(vals: np.ndarray, codes: np.ndarray, texts: list[str], kind: str, quote: bool, tab: bool,
                    suffix: str = ""):
     """(width, fill) writing per row the formatted number (code 0, then ``suffix``) or ``texts[code - 1]``."""
-    from msprof_py.export.rows import int_width, us3_width, write_int, write_us3
+    from msprof_py.export.digits import int_width, us3_width, write_int, write_us3
 
     numw, write = {"int": (int_width, write_int), "us": (us3_width, write_us3),
                    "real3": (real3_width, write_real3)}[kind]

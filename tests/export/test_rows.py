@@ -68,7 +68,7 @@ def test_shared_leading_digits_match_python_formatting(case) -> None:
 @settings(max_examples=150, deadline=None)
 def test_write_uint_any_width(values: list[int], extra: int) -> None:
     # widths that are not a multiple of 4 (the CSV writer's exact widths) and uint64 input
-    from msprof_py.export.rows import int_width, write_uint
+    from msprof_py.export.digits import int_width, write_uint
     v = np.array(values, dtype=np.uint64)
     w = int_width(np.array(values, dtype=np.int64)) + extra
     out = np.full((len(v), w), 7, np.uint8)
