@@ -194,3 +194,16 @@ def test_iteration_spans_near_int64_in_the_advice(tmp_path: Path) -> None:
     prof = fresh_copy(seed, tmp_path / seed.name)
     _outcome(prof, Mutation("insert_chunk", "device_0/data/stars_soc.data.0.slice_0",
                             {"at": 75, "length": 109, "byte": 33}))
+
+
+def test_pmu_cycle_count_past_int64(tmp_path: Path) -> None:
+    # was RuntimeWarning (invalid value in cast) @ parse/pmu/table.py _side (campaign 9, case
+    # 17913 of --seed 21, on e36dad5): four bit flips in a real 910B capture's ffts_profile slice
+    # give a context PMU record a total cycle count of 2**63 or more, which the int64 cast of
+    # total_cycles could not hold
+    seed = next((FIXTURE.parents[1] / "real" / "910b_ascendc_add_b1").glob("PROF_*"))
+    prof = fresh_copy(seed, tmp_path / seed.name)
+    out = _outcome(prof, Mutation("bitflip", "device_0/data/ffts_profile.data.0.slice_0",
+                                  {"flips": [[27938, 2], [20519, 7], [28317, 3], [10381, 7]]}))
+    assert out.kind in ("warning", "error"), out.kind
+    assert any("PMU cycle count(s) of 2**63 or more" in m for m in _warnings(prof))

@@ -108,14 +108,30 @@ def build(device_id: int, rd: ResultDir, dp: DevicePmu | None, tasks: pd.DataFra
                           f"platform_version {rd.info.get('platform_version')!r}; PMU columns left out")
             return pd.DataFrame(columns=KEY_COLS)
         out.update(_legacy(rd, c, dp, block_num, aic_set, aic_mhz))
+    huge = sum(int((v == CYCLES_MAX).sum()) for k, v in out.items() if k.endswith("total_cycles"))
+    if huge:
+        warnings.warn(f"{rd.path / 'data'}: {huge} PMU cycle count(s) of 2**63 or more (corrupt ffts_profile "
+                      f"data?) shown as {CYCLES_MAX}")
     return frame(out)  # the columns as computed: no consolidating copy of ~30 float columns
+
+
+CYCLES_MAX = int(np.iinfo(np.int64).max)
+
+
+def _int_cycles(cyc: np.ndarray) -> np.ndarray:
+    """Cycle counts (float64 of the raw uint64) as int64; a count of 2**63 or more, which only
+    corrupt data holds (a flipped high bit), becomes :data:`CYCLES_MAX` (``build`` warns)."""
+    with np.errstate(invalid="ignore"):
+        out = cyc.astype(np.int64)
+    out[~(cyc < 2.0**63)] = CYCLES_MAX
+    return out
 
 
 def _side(calc: str, counters: np.ndarray, events: tuple[int, ...], cyc: np.ndarray, block: np.ndarray,
           core_num: int, freq_hz: np.ndarray, bw_hz: float, prefix: str) -> dict[str, np.ndarray]:
     t = M.total_time_us(cyc, freq_hz, block, core_num)
     vals = M.compute(calc, counters, events, cyc, t, bw_hz)
-    return {f"{prefix}total_time": t, f"{prefix}total_cycles": cyc.astype(np.int64),
+    return {f"{prefix}total_time": t, f"{prefix}total_cycles": _int_cycles(cyc),
             **{prefix + k: v for k, v in vals.items()}}
 
 
@@ -195,7 +211,7 @@ def _legacy(rd: ResultDir, c: pd.DataFrame, dp: DevicePmu, block_num: np.ndarray
     cyc = c["total_cycle"].to_numpy(np.uint64).astype(np.float64)
     cnt = _counters(c)
     t = np.round(M.total_time_us(cyc, np.floor(freq), block_num, core), 2)
-    out: dict[str, np.ndarray] = {"total_time": t, "total_cycles": cyc.astype(np.int64)}
+    out: dict[str, np.ndarray] = {"total_time": t, "total_cycles": _int_cycles(cyc)}
     safe = np.where(cyc != 0, cyc, 1.0)
     for name, regs in M.LEGACY_SETS[aic_set]:
         v = np.zeros(len(c))
