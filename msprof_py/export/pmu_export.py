@@ -104,10 +104,10 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
     headers: list[str] = []
     cols: list[Col] = []
     rounded: dict[str, np.ndarray] = {}
-    na = np.ones(total, bool)
-    na[np.flatnonzero(hit)] = False
-    na = na[order]
     rows = np.flatnonzero(hit)
+    na = np.ones(total, bool)
+    na[rows] = False
+    na = na[order]
     for name in names:
         vals = p[name].to_numpy()[idx[hit]]
         headers.append(M.summary_header(name))
@@ -238,11 +238,9 @@ def fixed3_texts(q: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """``"%.3f" % v`` of each double as (code per value, texts): each distinct text made once
     (thousandths as integers wherever their rint is exact, ``%.3f`` itself for the others)."""
     q = np.asarray(q, np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        y = q * 1000.0
-        fast = _exact_rint(y) & ~np.signbit(q)  # (-0.0 prints "-0.000")
+    k, fast = _fixed3_thousandths(q)
     codes = np.empty(len(q), np.int64)
-    k_codes, k_uniq = pd.factorize(np.rint(y[fast]).astype(np.int64))
+    k_codes, k_uniq = pd.factorize(k[fast])
     texts = [f"{k // 1000}.{k % 1000:03d}" for k in np.asarray(k_uniq).tolist()]
     codes[fast] = k_codes
     if not fast.all():

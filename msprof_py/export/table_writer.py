@@ -26,6 +26,7 @@ import orjson
 import pandas as pd
 
 from msprof_py.export.base import write_chunks
+from msprof_py.export.digits import int_width, us3_width, write_int, write_us3
 from msprof_py.export.real3 import real3_width, write_real3
 from msprof_py.export.rows import RowBuilder, code_dtype
 from msprof_py.export.trace_events import jstr_many
@@ -192,14 +193,15 @@ def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool,
         rb.lit('"')
 
 
+# the number kinds: (width of a column's widest value, writer into a (rows, width) uint8 view)
+_WRITERS = {"int": (int_width, write_int), "us": (us3_width, write_us3), "real3": (real3_width, write_real3)}
+
+
 def _special_block(vals: np.ndarray, codes: np.ndarray, texts: list[str], kind: str, quote: bool, tab: bool,
                    suffix: str = ""):
     """(width, fill) writing per row the formatted number (code 0, then ``suffix``) or ``texts[code - 1]``."""
-    from msprof_py.export.digits import int_width, us3_width, write_int, write_us3
-
-    numw, write = {"int": (int_width, write_int), "us": (us3_width, write_us3),
-                   "real3": (real3_width, write_real3)}[kind]
-    numw = numw(vals)
+    width_of, write = _WRITERS[kind]
+    numw = width_of(vals)
     encoded = [np.frombuffer(t.encode(), dtype=np.uint8) for t in texts]
     tail = np.frombuffer(suffix.encode(), dtype=np.uint8)
     body = numw + len(tail) + (2 if quote else 0) + (1 if tab else 0)
