@@ -2,10 +2,15 @@
 temporary file removed), with the permissions ``open()`` would give them."""
 from __future__ import annotations
 
+import errno
+import io
 import os
 import stat
+import threading
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from msprof_py import atomic
@@ -63,3 +68,65 @@ def test_permissions_follow_the_umask(tmp_path: Path, umask: int) -> None:
         os.umask(old)
     for name in ("f", "g"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~umask
+
+
+# ------------------------------------------------------------------ the writer thread
+class _SlowFile(io.BytesIO):
+    """Records the largest backlog its writer had while it was slow to write."""
+
+    writer: "atomic.ChunkWriter | None" = None
+    most = 0
+
+    def write(self, b):  # type: ignore[override]
+        time.sleep(0.001)
+        if self.writer is not None:
+            self.most = max(self.most, self.writer.pending_bytes)
+        return super().write(b)
+
+
+def test_writer_thread_keeps_the_order_and_a_bounded_backlog() -> None:
+    fp = _SlowFile()
+    w = atomic.ChunkWriter(fp, limit=100)
+    fp.writer = w
+    expected = b""
+    for k in range(60):
+        chunk = np.full(30, k % 251, np.uint8) if k % 2 else bytes([k % 251]) * 30
+        w.write(chunk)
+        assert w.pending_bytes <= 100 + 30
+        expected += bytes(chunk)
+        if k % 7 == 0:  # a call runs on the thread, after the writes before it
+            w.call(lambda f, n=len(expected): f.write(b"|" if f.tell() == n else b"?"))
+            expected += b"|"
+    w.close()
+    assert fp.getvalue() == expected and fp.most <= 130
+    assert not w._thread.is_alive()
+
+
+def test_a_failed_write_on_the_thread_is_one_line_and_leaves_nothing(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    class Full(io.FileIO):
+        def write(self, b):  # type: ignore[override]
+            if self.tell() + len(b) > 1000:
+                raise OSError(errno.ENOSPC, "No space left on device", self.name)
+            return super().write(b)
+
+    monkeypatch.setattr(atomic, "open", lambda f, mode="r", *a, **k: Full(f, "w"), raising=False)
+    target = tmp_path / "out.json"
+    target.write_bytes(b"old")
+    with pytest.raises(atomic.DiskFullError, match=r"out\.json: no space left on device \(needed more than"):
+        with atomic.atomic_writer(target) as w:
+            for _ in range(100):  # the error reaches the producer at a later write or at the end
+                w.write(b"x" * 300)
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    assert not any(t.name == "msprof-py-writer" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
+def test_a_failing_producer_stops_the_writer_thread(tmp_path: Path, exc: type) -> None:
+    target = tmp_path / "out.bin"
+    with pytest.raises(exc):
+        with atomic.atomic_writer(target) as w:
+            w.write(b"half")
+            raise exc("interrupted")
+    assert list(tmp_path.iterdir()) == []
+    assert not any(t.name == "msprof-py-writer" for t in threading.enumerate())

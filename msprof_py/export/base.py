@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from msprof_py.atomic import atomic_open
+from msprof_py.atomic import atomic_writer
 from msprof_py.errors import WarningLog
 from msprof_py.parse.session import Session
 
@@ -87,8 +87,10 @@ def register(exporter: Exporter) -> Exporter:
     return exporter
 
 
-def write_chunks(path: Path, chunks: Iterable[bytes]) -> Path:
-    with atomic_open(path) as fp:
+def write_chunks(path: Path, chunks: Iterable[Any]) -> Path:
+    """Write the chunks (``bytes`` or contiguous buffers, not changed after they are yielded) to
+    ``path`` atomically, on a writer thread while the next chunks are rendered."""
+    with atomic_writer(path) as w:
         for c in chunks:
-            fp.write(c)
+            w.write(c)
     return path

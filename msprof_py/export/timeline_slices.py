@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from msprof_py.atomic import atomic_open
+from msprof_py.atomic import atomic_writer
 from msprof_py.export.base import ExportContext
 from msprof_py.export.trace_events import Counters, Flows, Slices
 
@@ -141,9 +141,9 @@ def write_sliced(tl: Any, base: Path, ctx: ExportContext, limit: int) -> list[Pa
     z = np.concatenate(sizes).astype(np.int64) if sizes else np.array([], np.int64)
     budget = limit - len(meta) - OVERHEAD
     if int(z.sum()) <= budget:
-        with atomic_open(base) as fp:
+        with atomic_writer(base) as w:
             for chunk in json_array(tl.chunks()):
-                fp.write(chunk)
+                w.write(chunk)
         remove_stale(base, [base])
         return [base]
     if budget <= 0:
@@ -172,9 +172,9 @@ def write_sliced(tl: Any, base: Path, ctx: ExportContext, limit: int) -> list[Pa
                 else:
                     yield from take_counters(obj, idx).rows().chunks()
 
-        with atomic_open(path) as fp:
+        with atomic_writer(path) as w:
             for chunk in json_array(chunks()):
-                fp.write(chunk)
+                w.write(chunk)
     remove_stale(base, files)
     if over:
         ctx.warnings.warn(f"{base.name}: {over} of {len(files)} slices are over {limit / 1e6:g} MB: no iteration "

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from msprof_py.atomic import atomic_open
+from msprof_py.atomic import atomic_writer
 from msprof_py.export.base import ExportContext
 from msprof_py.export.timeline_model import SEPARATOR, FileRange, Timeline
 from msprof_py.memory import trim
@@ -59,13 +59,13 @@ def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> P
     trim()  # the check's sort keys back to the system before rendering
     size = 0
     layers: list[tuple[Any, int, int]] = []
-    with atomic_open(path) as fp:
+    with atomic_writer(path) as w:
         for c in json_array(tl.chunks(ctx, layers)):
             if isinstance(c, FileRange):
-                copy_range(c, fp)
+                w.call(lambda fp, r=c: copy_range(r, fp))
                 size += c.length
             else:
-                fp.write(c)
+                w.write(c)
                 size += len(c)
     # the layers rendered here are copied from this file by the next files that show them (the
     # last one without its separator, which became the closing bracket)
