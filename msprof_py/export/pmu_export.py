@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.rows import RowBuilder
-from msprof_py.export.real3 import round3_thousandths
-from msprof_py.export.table_writer import Col
+from msprof_py.export.real3 import round3_plain, round3_thousandths
+from msprof_py.export.table_writer import Col, Lazy
 from msprof_py.export.trace_events import Counters, Meta, format_pid
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import CUBE_BASE, KEY_COLS
@@ -89,7 +89,11 @@ def sqlite_real_text(values: np.ndarray) -> np.ndarray:
 def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_comm: int, order: np.ndarray,
                        dur_ns: np.ndarray) -> tuple[list[str], list[Col]]:
     """PMU headers and columns for op_summary.  ``tasks``: the op rows (before the comm rows);
-    ``order``: the row order of [tasks, comm]; ``dur_ns``: durations in that final order."""
+    ``order``: the row order of [tasks, comm]; ``dur_ns``: durations in that final order.
+
+    The metric and cycle columns are made a chunk of rows at a time while the table is written
+    (:class:`~msprof_py.export.table_writer.Lazy`: each row's PMU row, gathered from the
+    session's ``pmu`` table): 25 columns of every row held at once were the export's peak."""
     p = _pmu(session, device_id)
     names = metric_columns(p)
     if not names:
@@ -108,17 +112,26 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
     na = np.ones(total, bool)
     na[rows] = False
     na = na[order]
+    # each final row's pmu row (-1: none), the one array every lazy column reads
+    at = np.full(total, -1, np.int64)
+    at[rows] = idx[hit]
+    at = at[order].astype(np.int32 if len(p) < 2**31 else np.int64)
     for name in names:
-        vals = p[name].to_numpy()[idx[hit]]
+        values = p[name].to_numpy()
+        vals = values[idx[hit]]
         headers.append(M.summary_header(name))
         if "cycle" in name:
-            cols.append(Col.ints(_in_order(vals.astype(np.int64), rows, total, order), na_mask=na))
+            cols.append(Col.lazy("int", _lazy(values, at, _as_int64, vals), na_mask=na))
             continue
         k, exact = round3_thousandths(vals)
         if exact.all():  # numbers rendered in place (no string per task: 25 metrics x 500 k tasks)
-            cols.append(Col.real3(_in_order(k, rows, total, order), na_mask=na))
+            # the few values SQLite rounds otherwise than numpy (next to a tie), kept by pmu row
+            fix = np.flatnonzero(round3_plain(vals) != k)
+            fixes = np.unique(np.stack([idx[hit][fix], k[fix]]), axis=1) if len(fix) else None
+            cols.append(Col.lazy("real3", _lazy(values, at, round3_plain, k, fixes), na_mask=na))
         else:  # a NaN / inf / huge value somewhere: each distinct text made once
             cols.append(Col.text(_metric_texts(vals, sqlite_real_text, hit, total, order), number=True))
+        del k, exact
         if not v4:  # for memory_bound
             rounded[name] = np.round(vals.astype(np.float64), 3)
     extra = _memory_bound(rounded, hit, total) if not v4 else None
@@ -131,13 +144,33 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
     return headers, cols
 
 
-def _in_order(vals: np.ndarray, rows: np.ndarray, total: int, order: np.ndarray) -> np.ndarray:
-    """``vals`` (int64) of the op rows ``rows`` (positions among ``total``), 0 elsewhere, in
-    ``order``; int32 when they fit."""
-    small = len(vals) == 0 or (int(vals.min()) >= -2**31 and int(vals.max()) < 2**31)
-    out = np.zeros(total, np.int32 if small else vals.dtype)  # 25 such columns live until written
-    out[rows] = vals
-    return out[order]
+def _as_int64(v: np.ndarray) -> np.ndarray:
+    return v.astype(np.int64)
+
+
+def _lazy(values: np.ndarray, at: np.ndarray, convert: Any, shown: np.ndarray,
+          fixes: np.ndarray | None = None) -> Lazy:
+    """One PMU column of op_summary as numbers made per chunk of rows: ``convert`` of
+    ``values[at]`` (rows without a PMU row, ``at`` -1, give 0: they show N/A); ``shown``:
+    the numbers of every row shown (the column's width; 0 counted in as the rows without);
+    ``fixes``: (pmu rows sorted, their numbers), where ``convert`` is not the number."""
+    lo, hi = (min(0, int(shown.min())), max(0, int(shown.max()))) if len(shown) else (0, 0)
+
+    def get(a: int, b: int) -> np.ndarray:
+        pos = at[a:b]
+        some = pos >= 0
+        if some.all():
+            out = convert(values[pos])
+        else:
+            out = np.zeros(len(pos), np.int64)
+            out[some] = convert(values[pos[some]])
+        if fixes is not None:
+            f = np.minimum(np.searchsorted(fixes[0], pos), fixes.shape[1] - 1)
+            hit = fixes[0][f] == pos
+            out[hit] = fixes[1][f[hit]]
+        return out
+
+    return Lazy(len(at), (lo, hi), get)
 
 
 def _metric_texts(vals: np.ndarray, fmt: Any, hit: np.ndarray, total: int, order: np.ndarray) -> pd.Categorical:

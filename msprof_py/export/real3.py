@@ -51,6 +51,15 @@ def round3_thousandths(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return k, exact
 
 
+def round3_plain(values: np.ndarray) -> np.ndarray:
+    """numpy's ``ROUND(x, 3)`` in thousandths, ``rint(x * 1000)`` (``np.round(x, 3)`` is that
+    divided by 1000, which times 1000 rounds back to it below 1e9): :func:`round3_thousandths`
+    where it finds no value next to a tie and every one exact (callers check that once, then
+    make chunks of a column with this)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.rint(np.asarray(values, np.float64) * 1000.0).astype(np.int64)
+
+
 def real3_width(k: np.ndarray) -> int:
     """Characters for the widest of ``k`` thousandths as ``[-]whole.ddd``."""
     return us3_width(k)

@@ -192,6 +192,10 @@ class RowBuilder:
         return out
 
     # -- output -----------------------------------------------------------------------------
+    def width(self) -> int:
+        """Bytes of one row in the render buffer (text and padding)."""
+        return sum(w for w, _, _ in self._layout())
+
     def _buffer(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
         segs = self._layout()
         width = sum(w for w, _, _ in segs)

@@ -98,10 +98,10 @@ class OpSummary:
         ctx_id = i64(t["context_id"])
         op_type, task_type = info_types(t, is_level0(session))
         cols = [
-            Col.ints(np.full(len(start), dev)),
-            Col.ints(np.concatenate([i64(t["model_id"]), i64(comm["model_id"])])[order]),
-            Col.ints(np.concatenate([i64(t["task_id"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
-            Col.ints(np.concatenate([i64(t["stream_id"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
+            Col.ints(np.full(len(start), dev, np.int32)),
+            Col.ints(_narrow(np.concatenate([i64(t["model_id"]), i64(comm["model_id"])])[order])),
+            Col.ints(_narrow(np.concatenate([i64(t["task_id"]), np.zeros(n_c, np.int64)])[order]), na_mask=is_comm),
+            Col.ints(_narrow(np.concatenate([i64(t["stream_id"]), np.zeros(n_c, np.int64)])[order]), na_mask=is_comm),
             Col.text(col(info_names(t), text(comm["op_name"]))),
             Col.text(col(op_type, text(comm["op_type"]))),
             Col.text(col(text(t["op_state"]), na_c)),
@@ -109,8 +109,9 @@ class OpSummary:
             Col.us(start, stamp=True),
             Col.us(dur),
             cpp_wait_col(session, dev, start, dur) if cpp_export(session) else Col.us(wait),
-            Col.ints(np.concatenate([i64(t["block_num"]), np.zeros(n_c, np.int64)])[order]),
-            Col.ints(np.concatenate([i64(t["mix_block_num"]), np.zeros(n_c, np.int64)])[order], na_mask=is_comm),
+            Col.ints(_narrow(np.concatenate([i64(t["block_num"]), np.zeros(n_c, np.int64)])[order])),
+            Col.ints(_narrow(np.concatenate([i64(t["mix_block_num"]), np.zeros(n_c, np.int64)])[order]),
+                     na_mask=is_comm),
             Col.text(col(text(t["hf32_eligible"]), na_c)),
             Col.text(col(quoted(t["input_shapes"]), na_c)),
             Col.text(col(text(t["input_data_types"]), na_c)),
@@ -118,14 +119,15 @@ class OpSummary:
             Col.text(col(quoted(t["output_shapes"]), na_c)),
             Col.text(col(text(t["output_data_types"]), na_c)),
             Col.text(col(text(t["output_formats"]), na_c)),
-            Col.ints(np.concatenate([ctx_id, np.zeros(n_c, np.int64)])[order],
+            Col.ints(_narrow(np.concatenate([ctx_id, np.zeros(n_c, np.int64)])[order]),
                      na_mask=np.concatenate([ctx_id == NA_ID, np.ones(n_c, bool)])[order]),
         ]
+        del op_type, task_type, ctx_id, wait
         # device counters (PMU) extend the row: msprof_py.export.pmu_export
         pmu_header, pmu_cols = pmu_export.op_summary_columns(session, dev, t, n_c, order, dur)
+        del t, comm, order  # the rows' copies: only the columns are needed while the file is written
         return [write_table(stem(out_dir, naming, self.name), OP_SUMMARY_HEADER + pmu_header, cols + pmu_cols,
                             naming.summary_format)]
-
 
     def _without_op_info(self, session: Session, dev: int, out_dir: Path, naming: Naming) -> list[Path]:
         """A device none of whose tasks has op (GE) info.  Today's msprof writes no op_summary;
@@ -153,6 +155,14 @@ class OpSummary:
                 Col.text(as_cat(t["device_task_type"])), Col.us(start, stamp=True), Col.us(dur), Col.us(wait),
                 Col.text(na)]
         return [write_table(stem(out_dir, naming, self.name), header, cols, naming.summary_format)]
+
+
+def _narrow(v: np.ndarray) -> np.ndarray:
+    """int64 values as int32 when they fit (op_summary holds its columns for every row while it
+    is written)."""
+    if len(v) and int(v.min()) >= -2**31 and int(v.max()) < 2**31:
+        return v.astype(np.int32)
+    return v
 
 
 # op_summary columns the msprof of a legacy capture left out without GE data

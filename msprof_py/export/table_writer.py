@@ -9,6 +9,8 @@ whole column, by :class:`~msprof_py.export.rows.RowBuilder`:
   JSON *string* (a double cannot hold µs.ns of an epoch time exactly).
 * ``Col.real3``: thousandths (int64) shown as SQLite prints ``ROUND(x, 3)`` (``1.5``, ``2.0``:
   :mod:`msprof_py.export.real3`), the PMU metrics of op_summary.
+* ``Col.lazy``: numbers of one of those kinds made a chunk of rows at a time (:class:`Lazy`), not
+  held for every row while the table is written (op_summary's 25 PMU columns).
 * ``Col.text``: strings, CSV-quoted where needed; ``quote=True`` always quotes (shape cells,
   as msprof writes them).  Also used for preformatted numbers of small tables (``number=True``
   writes them unquoted in JSON).
@@ -16,7 +18,7 @@ whole column, by :class:`~msprof_py.export.rows.RowBuilder`:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,10 +28,33 @@ import orjson
 import pandas as pd
 
 from msprof_py.export.base import write_chunks
-from msprof_py.export.digits import int_width, us3_width, write_int, write_us3
+from msprof_py.export.digits import int_width, round4, us3_width, write_int, write_us3
 from msprof_py.export.real3 import real3_width, write_real3
-from msprof_py.export.rows import RowBuilder, code_dtype
+from msprof_py.export.rows import CHUNK_ROWS, RowBuilder, code_dtype
 from msprof_py.export.trace_events import jstr_many
+
+
+class Lazy:
+    """A number column made a chunk of rows at a time: ``get(a, b)`` gives rows ``a:b`` (int32 or
+    int64; rows shown as a special text may hold anything within ``bounds``), ``bounds`` the
+    (min, max) of every value (what the column's width is made from: a wider range than the
+    values' only pads, and the padding is dropped).  The writers read it as an array: ``len``,
+    ``min`` / ``max`` and slices."""
+
+    def __init__(self, n: int, bounds: tuple[int, int], get: Callable[[int, int], np.ndarray]) -> None:
+        self.n, self.bounds, self.get = int(n), (int(bounds[0]), int(bounds[1])), get
+
+    def __len__(self) -> int:
+        return self.n
+
+    def min(self) -> int:
+        return self.bounds[0]
+
+    def max(self) -> int:
+        return self.bounds[1]
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        return self.get(rows.start or 0, self.n if rows.stop is None else min(rows.stop, self.n))
 
 
 @dataclass
@@ -61,6 +86,11 @@ class Col:
     @staticmethod
     def real3(thousandths: Any, na_mask: np.ndarray | None = None) -> "Col":
         return Col("real3", _integers(thousandths), na_mask=na_mask)
+
+    @staticmethod
+    def lazy(kind: str, values: Lazy, na_mask: np.ndarray | None = None) -> "Col":
+        """Numbers of ``kind`` ("int" | "us" | "real3") made a chunk of rows at a time."""
+        return Col(kind, values, na_mask=na_mask)
 
     @staticmethod
     def text(values: Any, quote: bool = False, number: bool = False) -> "Col":
@@ -162,8 +192,10 @@ def _add_cell(rb: RowBuilder, col: Col, json_mode: bool) -> None:
         _number(rb, col.kind, col.values, quote, col.stamp and not json_mode, col.suffix)
         return
     shown = [_json_text(t, True) for t in texts] if json_mode else texts
-    # (a column that already holds 0 on its special rows is not copied)
-    vals = col.values if not col.values[codes != 0].any() else np.where(codes != 0, 0, col.values)
+    # (a column that already holds 0 on its special rows is not copied; a lazy one gives values
+    # within its bounds there, and the special texts overwrite them)
+    vals = col.values if isinstance(col.values, Lazy) or not col.values[codes != 0].any() \
+        else np.where(codes != 0, 0, col.values)
     rb.block(*_special_block(vals, codes, shown, col.kind, quote, col.stamp and not json_mode, col.suffix))
 
 
@@ -179,7 +211,11 @@ def _specials(col: Col) -> tuple[np.ndarray | None, list[str]]:
 def _number(rb: RowBuilder, kind: str, vals: np.ndarray, quote: bool, tab: bool, suffix: str = "") -> None:
     if quote:
         rb.lit('"')
-    if kind == "int":
+    if isinstance(vals, Lazy) and kind != "real3":  # (RowBuilder.int / us3 take whole arrays)
+        width_of, write = _WRITERS[kind]
+        rb.block(round4(width_of(vals)) if kind == "int" else round4(width_of(vals) - 4) + 4,
+                 lambda out, a, b: write(out, vals[a:b]))
+    elif kind == "int":
         rb.int(vals)
     elif kind == "real3":
         rb.block(real3_width(vals), lambda out, a, b: write_real3(out, vals[a:b]))
@@ -252,7 +288,7 @@ def write_table(path_stem: Path, header: Sequence[str], cols: Sequence[Col], fmt
             rb.lit(("{" if i == 0 else ",") + _json_str(h) + ":")
             _add_cell(rb, c, json_mode=True)
         rb.lit("},\n")
-        return write_chunks(path, _json_array(rb))
+        return write_chunks(path, _json_array(rb, _chunk_rows(rb)))
     path = path_stem.with_suffix(".csv")
     rb = RowBuilder(n)
     for i, c in enumerate(cols):
@@ -261,7 +297,17 @@ def write_table(path_stem: Path, header: Sequence[str], cols: Sequence[Col], fmt
         _add_cell(rb, c, json_mode=False)
     rb.lit("\n")
     head = (",".join(csv_cell(h) for h in header) + "\n").encode()
-    return write_chunks(path, _prepend(head, rb.chunks()))
+    return write_chunks(path, _prepend(head, rb.chunks(_chunk_rows(rb))))
+
+
+# rows rendered at a time: a buffer of about this many bytes per renderer thread (a wide table,
+# op_summary with PMU columns: ~600 bytes a row, renders 4 k rows a chunk instead of 16 k; its
+# buffers, their compacted copies and the chunks in flight are ~40 MB less at the same CPU)
+CHUNK_BYTES = 2 << 20
+
+
+def _chunk_rows(rb: RowBuilder) -> int:
+    return max(1024, min(CHUNK_ROWS, CHUNK_BYTES // max(1, rb.width())))
 
 
 def _length(cols: Sequence[Col]) -> int:
@@ -276,11 +322,11 @@ def _prepend(head: bytes, chunks):
     yield from chunks
 
 
-def _json_array(rb: RowBuilder):
+def _json_array(rb: RowBuilder, chunk_rows: int | None = None):
     """``[`` + rows + ``]``, with the last row's ``,\\n`` turned into ``\\n]``."""
     yield b"["
     prev = None
-    for c in rb.chunks():
+    for c in rb.chunks(chunk_rows):
         if prev is not None:
             yield prev
         prev = c

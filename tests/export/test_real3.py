@@ -55,3 +55,54 @@ def test_cube_usage_cells_na_zero_and_values() -> None:
     assert fast.kind == "us" and csv_texts(fast) == ["25.000", "0", "N/A", "11.111", "N/A", "N/A"]
     slow = _cube_usage(base, hit, 6, order, dur)  # a negative value: printf's texts
     assert slow.kind == "text" and csv_texts(slow) == ["25.000", "0", "N/A", "11.111", "-1.000", "N/A"]
+
+
+def _chunked_texts(col: Col, rows: int) -> list[str]:
+    """The CSV cells of ``col`` rendered ``rows`` rows at a time (as write_table renders)."""
+    from msprof_py.export.rows import RowBuilder
+    from msprof_py.export.table_writer import _add_cell
+
+    rb = RowBuilder(len(col.values))
+    _add_cell(rb, col, json_mode=False)
+    rb.lit("\n")
+    return b"".join(rb.chunks(rows, workers=1)).decode().split("\n")[:-1]
+
+
+@given(st.lists(st.tuples(st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.sampled_from(_EDGES),
+                                    st.integers(-10**6, 10**6).map(lambda k: k / 1000 + 0.0005)),
+                          st.integers(0, 2**40), st.booleans()), min_size=1, max_size=40),
+       st.integers(0, 3), st.randoms(use_true_random=False), st.integers(1, 7))
+@settings(max_examples=200, deadline=None)
+def test_op_summary_pmu_columns_made_per_chunk(rows: list, n_comm: int, rnd, chunk: int) -> None:
+    """op_summary's metric and cycle columns, made a chunk of rows at a time from the pmu table
+    (values next to a tie that SQLite rounds otherwise included), against the per-value texts:
+    ``N/A`` for the rows without a PMU row and the communication rows."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from msprof_py.export.pmu_export import op_summary_columns
+
+    n = len(rows)
+    tasks = pd.DataFrame({"stream_id": np.ones(n, np.int64), "task_id": np.arange(n), "context_id": np.zeros(n, np.int64),
+                          "start_ns": np.arange(n) * 10})
+    has = np.array([r[2] for r in rows])
+    prow = np.flatnonzero(has)
+    rnd.shuffle(prow := prow.tolist())  # the pmu table's rows in another order than the tasks'
+    prow = np.array(prow, np.int64)
+    p = pd.DataFrame({"device_id": np.zeros(len(prow), np.int64), "stream_id": np.ones(len(prow), np.int64),
+                      "task_id": prow, "context_id": np.zeros(len(prow), np.int64), "start_ns": prow * 10,
+                      "aic_total_cycles": np.array([rows[i][1] for i in prow], np.int64).reshape(-1),
+                      "aic_mac_ratio": np.array([rows[i][0] for i in prow], np.float64).reshape(-1)})
+    order = np.arange(n + n_comm)
+    rnd.shuffle(order_list := order.tolist())
+    order = np.array(order_list, np.int64)
+    h, cols = op_summary_columns(SimpleNamespace(pmu=p), 0, tasks, n_comm, order, np.ones(n + n_comm, np.int64))
+    if not len(prow):
+        assert h == [] and cols == []
+        return
+    assert h == ["aic_total_cycles", "aic_mac_ratio"]
+    want_cyc = [str(rows[j][1]) if j < n and has[j] else "N/A" for j in order.tolist()]
+    want_mac = [sqlite_real_text(np.array([rows[j][0]]))[0] if j < n and has[j] else "N/A" for j in order.tolist()]
+    assert _chunked_texts(cols[0], chunk) == csv_texts(cols[0]) == want_cyc
+    assert _chunked_texts(cols[1], chunk) == csv_texts(cols[1]) == want_mac
