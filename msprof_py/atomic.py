@@ -224,12 +224,15 @@ class ChunkWriter:
                     fp.write(item)
             except BaseException as exc:  # handed to the producer, which raises it
                 with cv:
-                    self._error = exc
+                    if not self._stop:  # (an aborted producer has its own error)
+                        self._error = exc
                     items.clear()
                     self._bytes = 0
                     cv.notify_all()
                 return
             with cv:
+                if self._stop:  # aborted while this item was written: the queue is gone
+                    return
                 items.popleft()
                 self._bytes -= n
                 cv.notify_all()
