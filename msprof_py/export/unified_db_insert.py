@@ -43,15 +43,18 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def create_table(con: sqlite3.Connection, name: str, created: set[str] | None = None) -> None:
+def create_table(con: sqlite3.Connection, name: str, created: set[str] | None = None, table: str | None = None) -> None:
     """``CREATE TABLE name`` with its :data:`TABLES` columns (once: not if ``name`` is in
-    ``created``, which is updated; a table filled device after device is created by the first)."""
+    ``created``, which is updated; a table filled device after device is created by the first).
+    ``table``: create that table (``schema.name``) with ``name``'s columns instead: rows built
+    there in their final form are copied into ``name`` as they are (the same columns and types
+    are what SQLite's transfer optimisation needs)."""
     if created is not None:
         if name in created:
             return
         created.add(name)
     cols = TABLES[name]
-    con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
+    con.execute(f"CREATE TABLE {table or name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
 
 
 def insert_rows(con: sqlite3.Connection, name: str, rows: Any) -> None:
@@ -108,16 +111,17 @@ class Rows:
         return self.fn(slice(*rows.indices(self.n)))
 
 
-def insert_cols(con: sqlite3.Connection, name: str, *cols: Any, created: set[str] | None = None) -> None:
+def insert_cols(con: sqlite3.Connection, name: str, *cols: Any, created: set[str] | None = None,
+                table: str | None = None) -> None:
     """Create table ``name`` (when there are rows and it is not in ``created`` yet) and insert
     int64 columns (arrays, or :class:`Lookup` / :class:`Const` / :class:`Rows` made a chunk at a time) in chunks
-    of rows."""
+    of rows.  ``table``: into that table of ``name``'s columns (:func:`create_table`)."""
     n = len(cols[0]) if cols else 0
     if n == 0:
         return
-    create_table(con, name, created)
+    create_table(con, name, created, table)
     for lo in range(0, n, INSERT_CHUNK):
-        insert_lists(con, name, [c[lo:lo + INSERT_CHUNK].tolist() for c in cols])
+        insert_lists(con, table or name, [c[lo:lo + INSERT_CHUNK].tolist() for c in cols])
 
 
 MAX_PARAMS = 999  # SQLite's oldest SQLITE_MAX_VARIABLE_NUMBER (32766 since 3.32): parameters per statement
