@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.pmu_export import JOIN, match_rows, metric_columns
-from msprof_py.export.unified_db_insert import create_table, insert_lists
+from msprof_py.export.unified_db_insert import create_table, insert_lists, values
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import KEY_COLS
 from msprof_py.parse.session import Session
@@ -203,12 +203,15 @@ def copy_pmu(con: sqlite3.Connection, built: BuiltPmu, string_id: Any, created: 
         con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
-def _bound(values: np.ndarray) -> list[Any]:
-    """Python values to bind: a numeric column's ``tolist()`` (ints stay int, floats float); other
-    columns (object, extension types) value by value as ints or floats."""
-    if values.dtype.kind in "iufb":
-        return values.tolist()
-    return [_sql_num(v) for v in values]
+def _bound(col: np.ndarray) -> list[Any] | str:
+    """Python values to bind: a numeric column's ``tolist()`` (ints stay int, floats float; an
+    integer column of one value: its literal, :func:`values`); other columns (object, extension
+    types) value by value as ints or floats."""
+    if col.dtype.kind in "iu":
+        return values(col)
+    if col.dtype.kind in "fb":
+        return col.tolist()
+    return [_sql_num(v) for v in col]
 
 
 def _sql_num(v: Any) -> Any:
