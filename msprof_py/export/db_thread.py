@@ -50,6 +50,7 @@ class DbFeed:
         self.cond = threading.Condition()
         self.items: deque[Session] = deque()
         self.busy = 0  # sessions given and not yet done with by the DB thread
+        self.holding = False  # the DB thread holds a session it will let go of (release)
         self.ended = False  # the DB thread ended (done or failed): nothing to wait for
         self.cancelled = False
         self.con: Any = None  # the DB's open sqlite3 connection (interrupted by cancel)
@@ -79,20 +80,26 @@ class DbFeed:
 
     # -- DB thread
     def sessions(self) -> Iterator[Session]:
-        """The ``count`` sessions as they come (each let go of when the next is asked for; the
-        last one is kept by the DB until its end)."""
+        """The ``count`` sessions as they come (each let go of by :meth:`release`, or when the
+        next is asked for; the last one is kept by the DB until its end)."""
         for k in range(self.count):
             with self.cond:
                 self.cond.wait_for(lambda: bool(self.items) or self.cancelled)
                 if self.cancelled:
                     raise Cancelled
-                s = self.items.popleft()
-            yield s
-            del s
-            if k < self.count - 1:
-                with self.cond:
-                    self.busy -= 1
-                    self.cond.notify_all()
+                self.holding = k < self.count - 1
+                box = [self.items.popleft()]
+            yield box.pop()  # not kept in this frame: release() lets go of it
+            self.release()
+
+    def release(self) -> None:
+        """The DB thread is done with the session it was given last (not the last device's):
+        the main thread may read the next device."""
+        with self.cond:
+            if self.holding:
+                self.holding = False
+                self.busy -= 1
+                self.cond.notify_all()
 
     def attach(self, con: Any) -> None:
         with self.cond:

@@ -36,7 +36,7 @@ from msprof_py.export.unified_db_enums import ENUM_TABLES, META_DATA
 from msprof_py.export.unified_db_host import api_rows, communication_rows, session_tables
 from msprof_py.export.unified_db_insert import insert_rows
 from msprof_py.export.unified_db_strings import StringIds
-from msprof_py.export.unified_db_tasks import (db_tasks, info_columns, info_rows, insert_info, memcpy_ids,
+from msprof_py.export.unified_db_tasks import (db_tasks, info_columns, info_ids, info_rows, insert_info, memcpy_ids,
                                                 memcpy_rows, task_rows)
 from msprof_py.memory import trim
 from msprof_py.parse.build import join_parts
@@ -60,7 +60,7 @@ def write_db(session: Session, path: Path, parts: Parts | None = None, count: in
         try:
             if feed is not None:
                 feed.attach(con)
-            _fill(con, session, parts, count)
+            _fill(con, session, parts, count, feed)
             con.commit()
         except sqlite3.OperationalError as err:
             if is_full(err):
@@ -92,30 +92,38 @@ def is_full(err: sqlite3.OperationalError) -> bool:
 ALWAYS_INTERNED = ("release", "allocate")
 
 
-def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None, count: int = 1) -> None:
+def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None, count: int = 1,
+          feed: Any = None) -> None:
     """Every table, in msprof's order (:class:`Fill`), from ``session`` alone or the host tables
-    of ``session`` and ``count`` device sessions of ``parts``."""
+    of ``session`` and ``count`` device sessions of ``parts`` (``feed``: theirs, let go of as
+    soon as :meth:`Fill.add` is done with a device, before :meth:`Fill.between`)."""
     fill = Fill(session, count, whole=parts is None)
     for s in [session] if parts is None else parts():
         fill.add(con, s)
+        del s
+        if fill.i < count:
+            if feed is not None:
+                feed.release()
+            fill.between(con)
     fill.end(con)
 
 
 class Fill:
     """The DB's insert flow, fed one device session at a time: :meth:`add` for each of the
-    ``count`` devices in order, then :meth:`end`.  Every table goes in msprof's order; TASK,
-    COMPUTE_TASK_INFO, MEMCPY_INFO, TASK_PMU_INFO and AICORE_FREQ device after device (a table's
-    rows stay together in the file, and string ids are given in the order of the whole
-    session's).
+    ``count`` devices in order (:meth:`between` after each but the last, once the device is let
+    go of), then :meth:`end`.  Every table goes in msprof's order; TASK, COMPUTE_TASK_INFO,
+    MEMCPY_INFO, TASK_PMU_INFO and AICORE_FREQ device after device (a table's rows stay together
+    in the file, and string ids are given in the order of the whole session's).
 
     Each device is read once: its TASK rows go in at once; what a device before the last gives
     the later tables waits for their turn, small: its COMPUTE_TASK_INFO columns (integers and
-    factored strings, interned at the table's turn), its TASK_PMU_INFO rows staged in a table of
-    schema ``stage`` (``temp``: SQLite's temporary file; a DB written by one process per device
-    attaches a file of its own, :mod:`msprof_py.export.db_process`) and unfolded by SQLite at
-    the table's turn, its AICORE_FREQ and communication rows; the last device's session itself
-    serves the later tables.  Between two devices the state (everything but ``host`` and the
-    last device) pickles: the next device's process goes on from it."""
+    factored strings, interned at the table's turn), its TASK_PMU_INFO rows (staged by
+    :meth:`add` in a table of schema ``stage``, ``temp``: SQLite's temporary file; a DB written
+    by one process per device attaches a file of its own, :mod:`msprof_py.export.db_process`;
+    then made into their final rows by :meth:`between`, copied in as they are at the table's
+    turn), its AICORE_FREQ and communication rows; the last device's session itself serves the
+    later tables.  Between two devices the state (everything but ``host`` and the last device)
+    pickles: the next device's process goes on from it."""
 
     def __init__(self, host: Session, count: int, stage: str = "temp", whole: bool = False) -> None:
         self.host, self.count, self.stage, self.whole = host, count, stage, whole  # whole: host is the session
@@ -125,7 +133,8 @@ class Fill:
         self.created: set[str] = set()
         self.comm: list[pd.DataFrame] = []
         self.memcpy_gids = np.full(len(host.memcpy), np.nan)
-        self.held: list[tuple[Any, Any, pd.DataFrame]] = []  # per device before the last: CTI columns, staged PMU, freq
+        # per device before the last: CTI columns, its PMU rows (staged, then built), freq
+        self.held: list[tuple[Any, Any, pd.DataFrame]] = []
         self.last: tuple[Session, pd.DataFrame, int] | None = None
         self.offset = 0
         self.i = 0  # devices added
@@ -158,6 +167,29 @@ class Fill:
         if i < self.count - 1:
             trim()  # this device's temporaries, before the text writers read the next device
 
+    def between(self, con: sqlite3.Connection) -> None:
+        """The work on the device :meth:`add` was last given (not the last device) that needs no
+        more of its session: its TASK_PMU_INFO rows built in their final form (the DB thread
+        does it while the text writers work on the next device).  Their names' ids are those
+        the table's turn will give if the devices after this one add no string to STRING_IDS
+        (:meth:`_predict`); :func:`pmu_db.copy_pmu` maps them when that did not hold."""
+        cols, staged, freq = self.held[-1]
+        if staged is not None and len(staged) == 2:
+            self.held[-1] = (cols, pmu_db.build_pmu(con, staged, self._predict(staged[0])), freq)
+
+    def _predict(self, names: list[str]) -> list[int]:
+        """The ids :meth:`end` will give the metric ``names`` of the last device held, if the
+        devices still to come intern no new string before them: the COMPUTE_TASK_INFO strings of
+        the devices held, then the metric names of those before it, then ``names``."""
+        sid = self.sid.copy()
+        for cols, _, _ in self.held:
+            if cols is not None:
+                info_ids(cols, sid)
+        for _, pmu, _ in self.held[:-1]:
+            for n in pmu[0] if pmu is not None else []:
+                sid.one(pmu_db.M.db_name(n))
+        return [sid.one(pmu_db.M.db_name(n)) for n in names]
+
     def end(self, con: sqlite3.Connection) -> None:
         """The tables after the devices' (every device added)."""
         session, held, sid, created = self.host, self.held, self.sid, self.created
@@ -168,9 +200,11 @@ class Fill:
             info_rows(con, session, self.last[1], sid, self.last[2], created)
         memcpy_rows(con, session, self.memcpy_gids, self.offset)
         # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_db)
-        for _, staged, _ in held:
-            if staged is not None:
-                pmu_db.unfold_pmu(con, staged, sid.one, created)
+        for _, pmu, _ in held:
+            if pmu is not None and len(pmu) == 3:
+                pmu_db.copy_pmu(con, pmu, sid.one, created)
+            elif pmu is not None:  # staged only (a Fill not given between)
+                pmu_db.unfold_pmu(con, pmu, sid.one, created)
         if self.last is not None:
             s, t, first = self.last
             pmu_db.db_tables(con, s, t if len(t) else None, np.arange(first, first + len(t), dtype=np.int64),

@@ -18,6 +18,12 @@ class StringIds:
     def one(self, s: str) -> int:
         return self.ids.setdefault(s, len(self.ids))
 
+    def copy(self) -> StringIds:
+        """The same ids, interned apart (what a table would intern, found without interning it)."""
+        other = StringIds()
+        other.ids = dict(self.ids)
+        return other
+
     def column(self, values: Any) -> np.ndarray:
         """int64 ids of ``values`` (missing -> "N/A").  New strings are interned in the order the
         first version of this method used (a categorical's categories in their order, else the

@@ -119,19 +119,24 @@ def info_columns(session: Session, t: pd.DataFrame, offset: int) -> list[Column]
 def insert_info(con: sqlite3.Connection, cols: list[Column] | None, sid: StringIds, created: set[str]) -> None:
     """Insert :func:`info_columns`' rows: "N/A" interned first, then each column's strings in
     column order (the STRING_IDS order of msprof_py's first version of this table)."""
-    if cols is None:
-        return
+    if cols is not None:
+        insert_cols(con, "COMPUTE_TASK_INFO", *info_ids(cols, sid), created=created)
+
+
+def info_ids(cols: list[Column], sid: StringIds) -> list[Any]:
+    """:func:`info_columns`' columns as ids, their strings interned in ``sid`` ("N/A" first, then
+    each column's in column order); the columns made a chunk of rows at a time by insert_cols."""
     m = len(cols[1])
     sid.one("N/A")
 
-    def ids(col: Column) -> Any:  # made a chunk of rows at a time by insert_cols
+    def ids(col: Column) -> Any:
         if isinstance(col, str):
             return Const(sid.one(col), m)
         if isinstance(col, tuple):
             return sid.lookup(*col)
         return col
 
-    insert_cols(con, "COMPUTE_TASK_INFO", *[ids(col) for col in cols], created=created)
+    return [ids(col) for col in cols]
 
 
 MEMCPY_KEY = ["device_id", "stream_id", "task_id", "batch_id"]

@@ -96,6 +96,36 @@ def test_db_beside_equals_the_db_after_the_text(two_devices: Path, tmp_path: Pat
     assert not _db_threads() and not _children() - before
 
 
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_pmu_rows_built_before_their_turn(two_devices: Path, tmp_path: Path, mode: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Device 0's TASK_PMU_INFO rows are built while the DB waits for device 1, with the ids the
+    table's turn gives (copied as they are); when those ids are not the ones predicted (a later
+    device interned new strings first), the DB file is still the same."""
+    from msprof_py.export import pmu_db
+
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1" if mode == "process" else "0")
+    copies: list[bool] = []
+    real_copy = pmu_db.copy_pmu
+
+    def copy(con, built, string_id, created):  # type: ignore[no-untyped-def]
+        copies.append([string_id(pmu_db.M.db_name(n)) for n in built[0]] == built[2])
+        real_copy(con, built, string_id, created)
+
+    monkeypatch.setattr(pmu_db, "copy_pmu", copy)
+    hit = _copy(two_devices, tmp_path / "hit")
+    export(hit, ExportOptions())
+    if mode == "thread":  # (a forked process's calls are not seen here)
+        assert copies == [True]
+    real_predict = unified_db.Fill._predict
+    monkeypatch.setattr(unified_db.Fill, "_predict", lambda self, names: [i + 7 for i in real_predict(self, names)][::-1])
+    miss = _copy(two_devices, tmp_path / "miss")
+    export(miss, ExportOptions())
+    if mode == "thread":
+        assert copies == [True, False]
+    assert _outputs(hit) == _outputs(miss)
+
+
 @pytest.mark.parametrize("mode", ["process", "thread", "after"])
 def test_db_error_beside_is_the_same_one_line_error(two_devices: Path, tmp_path: Path, mode: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:

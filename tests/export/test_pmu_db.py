@@ -70,3 +70,35 @@ def test_db_tables_two_devices_in_task_order() -> None:
     pmu_db.db_tables(con, session, tasks, np.arange(4) + 50, lambda s: names.setdefault(s, len(names)))
     assert _dump(con) == [(1, 50, 0, 7, "integer"), (2, 50, 1, 0.5, "real"), (3, 51, 0, 6, "integer"),
                           (4, 51, 1, 1, "integer"), (5, 52, 0, 5, "integer"), (6, 52, 1, 0.25, "real")]
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 6), data=st.data(), miss=st.sampled_from(["none", "shift", "swap"]))
+def test_built_then_copied_rows_equal_the_direct_insert(n: int, data: st.DataObject, miss: str) -> None:
+    """A device's rows built in their final form (build_pmu) with the ids the table's turn gives,
+    or with other ids (the prediction missed: copy_pmu maps them), then copied after rows already
+    in the table: the same rows, rowids and storage classes as the direct insert."""
+    p = pd.DataFrame({"aic_total_cycles": np.array(data.draw(st.lists(st.integers(0, 2**62), min_size=n,
+                                                                      max_size=n)), np.int64),
+                      "aic_mac_ratio": np.array(data.draw(st.lists(FLOATS, min_size=n, max_size=n)), np.float64)})
+    names = list(p.columns)
+    pos = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=8)), np.int64)
+    gids = np.arange(100, 100 + len(pos), dtype=np.int64)
+    final = {"aic_total_cycles": 11, "aic_mac_ratio": 4}
+    ids = [final[c] for c in names]
+    built_ids = {"none": ids, "shift": [i + 1 for i in ids], "swap": ids[::-1]}[miss]
+
+    def table(con: sqlite3.Connection) -> None:
+        con.execute("CREATE TABLE TASK_PMU_INFO (globalTaskId INTEGER, name INTEGER, value NUMERIC)")
+        con.execute("INSERT INTO TASK_PMU_INFO VALUES (1, 2, 3)")  # rows of an earlier device
+
+    direct = sqlite3.connect(":memory:")
+    table(direct)
+    pmu_db._insert_pmu(direct, [p[c].to_numpy() for c in names], ids, pos, gids)
+    con = sqlite3.connect(":memory:")
+    table(con)
+    staged = pmu_db.stage_pmu(con, (names, [p[c].to_numpy() for c in names], pos, gids), 3)
+    built = pmu_db.build_pmu(con, staged, built_ids)
+    pmu_db.copy_pmu(con, built, lambda s: final[s], {"TASK_PMU_INFO"})
+    assert _dump(con) == _dump(direct)
+    assert not con.execute("SELECT name FROM sqlite_temp_master").fetchall()  # staged and built rows dropped
