@@ -153,7 +153,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", *, encoding: str
         yield fp
 
 
-WRITE_AHEAD_BYTES = 24 << 20  # chunks handed to a writer thread and not yet written, at most (~6 chunks)
+WRITE_AHEAD_BYTES = 8 << 20  # bytes handed to a writer thread and not yet written, at most (~2 chunks)
 
 
 class ChunkWriter:

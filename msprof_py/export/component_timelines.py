@@ -34,7 +34,7 @@ from msprof_py.export.legacy_summaries import COMPONENTS, dynamic_launches, has_
 from msprof_py.export.timeline_layers import cann_layer, communication_layer, hardware_layer, i64, step_trace_slices
 from msprof_py.export.timeline_model import Timeline, content_key
 from msprof_py.export.timeline_write import write_timeline
-from msprof_py.export.trace_events import Arg, Slices, format_pid
+from msprof_py.export.trace_events import Arg, Slices, const, format_pid
 from msprof_py.export.views import is_in, npu_label, shown_rows
 from msprof_py.parse.session import Session
 
@@ -169,7 +169,7 @@ class ComponentTimeline:
             wins, total, count = wins[k], total[k], count[k]
             n = len(wins)
             tl.slices.append(Slices(
-                name=comp, pid=np.full(n, pid, np.int64), tid=np.full(n, tid, np.int64),
+                name=comp, pid=const(n, pid), tid=const(n, tid),
                 start_ns=w_start[wins], dur_ns=w_end[wins] - w_start[wins], label=f"ai stack {comp}",
                 args=[Arg("Model ID", "int", w_model[wins]), Arg("Iteration ID", "int", w_iter[wins]),
                       Arg("Count", "int", count.astype(np.int64)), Arg("Time(us)", "us", total.astype(np.int64))]))

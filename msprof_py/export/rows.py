@@ -137,7 +137,7 @@ class RowBuilder:
         """Signed integers as decimal text (int32 stays int32: no copy)."""
         v = np.asarray(values)
         v = v if v.dtype in (np.int32, np.int64) else v.astype(np.int64)
-        if len(v) and v.min() == v.max():  # one value for every row: plain text
+        if len(v) and ((v.ndim == 1 and v.strides[0] == 0) or v.min() == v.max()):  # one value: plain text
             return self.lit(str(int(v[0])))
         return self.block(round4(int_width(v)), lambda out, a, b: write_int(out, v[a:b]))
 

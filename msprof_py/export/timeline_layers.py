@@ -12,7 +12,7 @@ from msprof_py.export.base import ExportContext
 from msprof_py.export.session_access import api_of_device, device_ids, device_info, of_device
 from msprof_py.export.timeline_model import RenderedSlices, Timeline
 from msprof_py.export.trace_events import (HOST_DEVICE, LEGACY_SORTS, STEP_TRACE_TID_OFFSET, Arg, LayerSorts, Meta,
-                                           Slices, format_pid)
+                                           Slices, const, format_pid)
 from msprof_py.export.views import (api_ids, api_names, as_cat, cat_isin, cpp_export, display_names, is_level0,
                                     legacy_layout, npu_label, op_info, shown_rows, shown_task_types, shown_tasks,
                                     span_durations)
@@ -173,7 +173,7 @@ def hardware_layer(session: Session, device_id: int, tl: Timeline, tasks: Device
         extra = _memcpy_args(session, t.take(idx)) if is_memcpy else []
         ptid = _pick(stream, idx)
         tl.slices.append(Slices(
-            name=_pick(names, idx), pid=np.full(n, hw_pid, np.int64), tid=ptid,
+            name=_pick(names, idx), pid=const(n, hw_pid), tid=ptid,
             start_ns=_pick(start, idx), dur_ns=_pick(dur, idx), label="device task",
             cache_key=_hw_key(device_id, is_memcpy),
             args=[Arg("Model Id", "int", _pick(cols["model_id"], idx)),

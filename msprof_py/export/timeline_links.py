@@ -8,7 +8,7 @@ import pandas as pd
 from msprof_py.export import intervals
 from msprof_py.export.timeline_layers import DeviceTasks, device_pid, i64, layer_sorts
 from msprof_py.export.timeline_model import Timeline
-from msprof_py.export.trace_events import HOST_DEVICE, Flows, LayerSorts, Slices, format_pid
+from msprof_py.export.trace_events import HOST_DEVICE, Flows, LayerSorts, Slices, const, format_pid
 from msprof_py.export.views import (as_cat, cat_isin, cpp_export, is_in, legacy_layout, npu_label, op_info,
                                     task_types)
 from msprof_py.parse.session import Session
@@ -66,12 +66,14 @@ def overlap_layer(session: Session, device_id: int, tasks: DeviceTasks, comm_ops
         layers = [layers[2], layers[0], layers[1], layers[3]]
     for tid, (label, iv) in enumerate(layers):
         tl.meta.thread(opid, tid, label, tid)
-        keep = iv[1] > iv[0]
+        dur = iv[1] - iv[0]
+        keep = dur > 0
         if keep.any():
-            st, en = iv[0][keep], iv[1][keep]
-            tl.slices.append(Slices(name=label, pid=np.full(len(st), opid, np.int64),
-                                    tid=np.full(len(st), tid, np.int64), start_ns=st,
-                                    dur_ns=en - st, label=f"overlap {label}"))
+            st = iv[0]
+            if not keep.all():
+                st, dur = st[keep], dur[keep]
+            tl.slices.append(Slices(name=label, pid=const(len(st), opid), tid=const(len(st), tid), start_ns=st,
+                                    dur_ns=dur, label=f"overlap {label}"))
 
 
 ACL_EVENT_APIS = ["aclrtRecordEvent", "aclrtStreamWaitEvent"]
@@ -102,55 +104,75 @@ def host_to_device_flows(api: pd.DataFrame, tasks: pd.DataFrame, comm_ops: pd.Da
     src = is_in(api["level"], ["node", "communication", "hccl"]) | event_api | np.isin(conn_all, memcpy_conn)
     if not src.any():
         return None
-    src_conn = conn_all[src]
-    ends: list[dict[str, np.ndarray]] = []  # columns of the end candidates, tasks then HCCL ops
+    src_rows = np.flatnonzero(src)
+    src_conn, src_ns = conn_all[src_rows], i64(api["start_ns"])[src_rows]
+    # the end candidates (tasks, then HCCL ops) as two columns; the others are read for the pairs only
+    e_conn: list[np.ndarray] = []
+    e_ns: list[np.ndarray] = []
+    sel = np.zeros(0, np.int64)
     if len(tasks):
         tconn = i64(tasks["connection_id"])
         info = op_info(tasks) if task_info is None else task_info
         sel = np.flatnonzero(info | np.isin(tconn, conn_all[event_api]) | np.isin(tconn, memcpy_conn))
-        ends.append({"conn": tconn[sel], "pid": np.full(len(sel), hw_pid, np.int64),
-                     "tid": i64(tasks["stream_id"])[sel], "ns": i64(tasks["start_ns"])[sel],
-                     "launch_tid": i64(tasks["thread_id"])[sel] if python else np.full(len(sel), -1, np.int64),
-                     "launch_ns": i64(tasks["launch_ns"])[sel] if python else np.full(len(sel), -1, np.int64)})
+        e_conn.append(tconn[sel])
+        e_ns.append(i64(tasks["start_ns"])[sel])
+        del tconn
+    comm_tids = None
     if len(comm_ops) and comm_tid is not None:
-        n = len(comm_ops)
-        ends.append({"conn": i64(comm_ops["connection_id"]), "pid": np.full(n, comm_pid, np.int64),
-                     "tid": comm_ops["group_name"].astype(str).map(comm_tid).to_numpy(np.int64),
-                     "ns": i64(comm_ops["start_ns"]), "launch_tid": np.full(n, -1, np.int64),
-                     "launch_ns": np.full(n, -1, np.int64)})
-    if not ends:
+        comm_tids = comm_ops["group_name"].astype(str).map(comm_tid).to_numpy(np.int64)
+        e_conn.append(i64(comm_ops["connection_id"]))
+        e_ns.append(i64(comm_ops["start_ns"]))
+    if not e_conn:
         return None
-    e = {k: np.concatenate([x[k] for x in ends]) for k in ends[0]}
-    keep = np.flatnonzero(e["conn"] >= 0)
-    e = {k: v[keep] for k, v in e.items()}
-    s_cols = {"conn": src_conn, "pid": (i64(api["pid"])[src] << 10) | (cann_sort << 5) | HOST_DEVICE,
-              "tid": i64(api["thread_id"])[src], "ns": i64(api["start_ns"])[src]}
-    s, e = _first_per_conn(s_cols), _first_per_conn(e)
+    ec, en = (np.concatenate(e_conn), np.concatenate(e_ns)) if len(e_conn) > 1 else (e_conn[0], e_ns[0])
+    del e_conn, e_ns
+    kept = None
+    if not (ec >= 0).all():
+        kept = np.flatnonzero(ec >= 0)
+        ec, en = ec[kept], en[kept]
+    sp, ep = _first_per_conn(src_conn, src_ns), _first_per_conn(ec, en)
+    s_conn, e_first = src_conn[sp], ec[ep]
     # the pairs: connection ids with both ends (each side is sorted by its unique ids)
-    at = np.searchsorted(e["conn"], s["conn"])
-    both = at < len(e["conn"])
-    both[both] = e["conn"][at[both]] == s["conn"][both]
-    si, ei = np.flatnonzero(both), at[both]
-    ns_s, slice_ns = s["ns"][si], s["ns"][si]
+    at = np.searchsorted(e_first, s_conn)
+    both = at < len(e_first)
+    both[both] = e_first[at[both]] == s_conn[both]
+    si, ei = np.flatnonzero(both), ep[at[both]]  # si: into sp; ei: into the kept candidates
+    f_ns = en[ei]
+    g = ei if kept is None else kept[ei]  # into the candidates: tasks (rows sel) then HCCL ops
+    is_task = g < len(sel)
+    task_row = sel[g[is_task]]
+    f_pid = np.where(is_task, hw_pid, comm_pid).astype(np.int64)
+    f_tid = np.empty(len(g), np.int64)
+    f_tid[is_task] = i64(tasks["stream_id"])[task_row] if len(task_row) else 0
+    if comm_tids is not None:
+        f_tid[~is_task] = comm_tids[g[~is_task] - len(sel)]
+    rows = src_rows[sp[si]]  # the starts' API rows
+    s_pid = (i64(api["pid"])[rows] << 10) | (cann_sort << 5) | HOST_DEVICE
+    s_tid = i64(api["thread_id"])[rows]
+    ns_s = slice_ns = src_ns[sp[si]]
     # the Python path: from the launch record (on the launch call's thread, inside that call)
-    at_launch = (e["launch_ns"][ei] >= 0) & (e["launch_tid"][ei] == s["tid"][si])
-    if at_launch.any():
-        ns_s = np.where(at_launch, e["launch_ns"][ei], ns_s)
+    at_launch = np.zeros(len(g), bool)
+    if python and len(task_row):
+        launch_ns = np.full(len(g), -1, np.int64)
+        launch_tid = np.full(len(g), -1, np.int64)
+        launch_ns[is_task] = i64(tasks["launch_ns"])[task_row]
+        launch_tid[is_task] = i64(tasks["thread_id"])[task_row]
+        at_launch = (launch_ns >= 0) & (launch_tid == s_tid)
+        if at_launch.any():
+            ns_s = np.where(at_launch, launch_ns, ns_s)
     order = np.argsort(ns_s, kind="stable")  # by start, pairs starting together by connection id
-    si, ei = si[order], ei[order]
-    return Flows("HostToDevice", "HostToDevice", flow_ids(s["conn"][si]), s["pid"][si], s["tid"][si], ns_s[order],
-                 e["pid"][ei], e["tid"][ei], e["ns"][ei], slice_ns[order] if at_launch.any() else None)
+    return Flows("HostToDevice", "HostToDevice", flow_ids(s_conn[si][order]), s_pid[order], s_tid[order],
+                 ns_s[order], f_pid[order], f_tid[order], f_ns[order], slice_ns[order] if at_launch.any() else None)
 
 
-def _first_per_conn(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Per connection id the earliest row (ties: the first given), ordered by connection id:
-    a stable sort by (conn, ns) and the first row of each id."""
-    order = np.lexsort((cols["ns"], cols["conn"]))
-    c = cols["conn"][order]
+def _first_per_conn(conn: np.ndarray, ns: np.ndarray) -> np.ndarray:
+    """Positions of the earliest row per connection id (ties: the first given), ordered by
+    connection id: a stable sort by (conn, ns) and the first row of each id."""
+    order = np.lexsort((ns, conn))
+    c = conn[order]
     first = np.ones(len(c), bool)
     first[1:] = c[1:] != c[:-1]
-    pick = order[first]
-    return {k: v[pick] for k, v in cols.items()}
+    return order[first]
 
 
 def flow_ids(conn: np.ndarray) -> np.ndarray:

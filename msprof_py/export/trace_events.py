@@ -52,6 +52,12 @@ LEGACY_SORTS = LayerSorts(LEGACY_SORT_CANN, LEGACY_SORT_ASCEND_HW, SORT_COMM, LE
 STEP_TRACE_TID_OFFSET = 70000
 
 
+def const(n: int, value: int) -> np.ndarray:
+    """``n`` times ``value`` as a read-only int64 column that takes no memory (a broadcast view):
+    the pid / tid column of a layer drawn on one process / thread."""
+    return np.broadcast_to(np.int64(value), (int(n),))
+
+
 def format_pid(pid: int, sort_index: int, device_id: int) -> int:
     """msprof's timeline pid: ``(pid << 10) | (sortIndex << 5) | deviceId``."""
     return (int(pid) << 10) | (sort_index << 5) | int(device_id)
