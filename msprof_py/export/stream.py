@@ -50,8 +50,9 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     # 1. every device decoded and cached (or found in the cache), one at a time per process
     todo = [d for d in source.devices if not source.cached or "facts" not in source.meta[d]]
     workers = workers_for(len(todo), options.workers)
-    for info in run_tasks(lambda d: build_device(source, d, with_facts), todo, workers,
-                          lambda d: f"decoding {prof / f'device_{d}'}"):
+    # (one process: a device's cache part is written on a thread while the next one is decoded)
+    for info in run_tasks(lambda d: build_device(source, d, with_facts, background=workers == 1 and d != todo[-1]),
+                          todo, workers, lambda d: f"decoding {prof / f'device_{d}'}"):
         if source.cached:
             source.meta[info.device_id]["facts"] = info.meta["facts"]
         else:
@@ -94,16 +95,19 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     return source
 
 
-def build_device(source: ProfSource, dev: int, with_facts: bool) -> DevicePart:
-    """Decode (or read from the cache) one device and keep what others need of it."""
+def build_device(source: ProfSource, dev: int, with_facts: bool, background: bool = False) -> DevicePart:
+    """Decode (or read from the cache) one device and keep what others need of it (``background``:
+    its cache part written on a thread, :meth:`ProfSource.build`)."""
     import msprof_py.export.wait_time as wait_time
 
     if source.cached:
         session, info = source.device(dev), DevicePart(dev, {})
     else:
-        session, info = source.build(dev)
+        session, info = source.build(dev, background)
     info.meta["facts"] = wait_time.device_facts(session, dev) if with_facts else {}
     del session
+    if background:
+        source.store()  # pickled on a thread from here: nothing reads the part any more
     trim()
     return info
 

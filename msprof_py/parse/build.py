@@ -102,6 +102,7 @@ def build_device(stage: HostStage, device_id: int, warnings: WarningLog) -> tupl
         readers.append(dd.kinds)
         mine = stage.host_tasks[stage.host_tasks["device_id"] == dd.device_id]
         joined = join_device(dd.device_id, mine.reset_index(drop=True), dd.tasks, warnings, str(rd.path))
+        dd.tasks = dd.tasks.iloc[:0]  # joined: the decoded rows are not needed while the PMU table is made
         pmu_parts.append(pmu_table.build(dd.device_id, rd, dd.pmu, joined, warnings))
         freq_parts.append(dd.aicore_freq)
         for name, df in counters.device_tables(dd.device_id, rd, dd.tables, stage.clk.device_ticks(rd), joined,

@@ -71,10 +71,10 @@ def test_killed_worker_is_one_clear_error(two_devices: Path, tmp_path: Path, mon
 
     parent, real = os.getpid(), stream.build_device
 
-    def die(source, dev, facts):
+    def die(source, dev, facts, **kw):
         if dev == 1 and os.getpid() != parent:
             os.kill(os.getpid(), 9)
-        return real(source, dev, facts)
+        return real(source, dev, facts, **kw)
 
     monkeypatch.setattr(stream, "build_device", die)
     with pytest.raises(MsprofError) as err:
@@ -139,3 +139,63 @@ def test_dead_worker_does_not_hang_when_the_parent_catches_sigterm() -> None:
         pytest.fail("the export's worker pool hung after a worker died")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("died: an export worker process died"), out.stdout
+
+
+def test_device_parts_are_cached_on_a_thread_before_the_index(two_devices: Path, tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """One process: a device's cache part is pickled on a thread while the next device decodes
+    (the last one's in line), every part is written before the index, and the cache serves the
+    next export."""
+    import threading
+
+    from msprof_py.parse import cache
+
+    store, log = cache.store, []
+
+    def logged(prof, key, data, warnings, part="host"):
+        ok = store(prof, key, data, warnings, part)
+        log.append((part, threading.current_thread() is threading.main_thread()))
+        return ok
+
+    monkeypatch.setattr(cache, "store", logged)
+    prof = tmp_path / two_devices.name
+    shutil.copytree(two_devices, prof)
+    export(prof, ExportOptions())
+    assert log == [("device_0", False), ("device_1", True), ("host", True)]
+    assert (cache.cache_dir(prof) / "device_1.pkl").is_file()
+    monkeypatch.setattr(cache, "store", store)
+    from msprof_py.parse import build
+
+    first = _outputs(prof)
+    monkeypatch.setattr(build, "build_device", lambda *a: (_ for _ in ()).throw(AssertionError("parsed again")))
+    export(prof, ExportOptions())
+    assert _outputs(prof) == first
+
+
+def test_cache_thread_errors_reach_the_export(two_devices: Path, tmp_path: Path, monkeypatch) -> None:
+    """A full disk while a part is cached on its thread is the usual one warning (the export goes
+    on); any other error of the thread is raised by the export, as when it was stored in line."""
+    import errno
+
+    from msprof_py.parse import cache
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cache, "atomic_open", full)
+    prof = tmp_path / "full" / two_devices.name
+    shutil.copytree(two_devices, prof)
+    res = export(prof, ExportOptions())
+    assert [w for w in res.warnings if "cannot write the parse cache" in w] == [
+        f"{prof}: cannot write the parse cache (No space left on device); parsing again next time"]
+    assert (prof / "mindstudio_profiler_output" / "op_summary_1.csv").is_file()
+
+    def broken(*a, **k):
+        raise RuntimeError("pickling failed")
+
+    monkeypatch.undo()
+    monkeypatch.setattr(cache.pickle, "dump", broken)
+    prof = tmp_path / "broken" / two_devices.name
+    shutil.copytree(two_devices, prof)
+    with pytest.raises(RuntimeError, match="pickling failed"):
+        export(prof, ExportOptions())

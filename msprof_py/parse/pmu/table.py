@@ -163,17 +163,18 @@ def _v4(rd: ResultDir, c: pd.DataFrame, dp: DevicePmu, block_num: np.ndarray, mi
         np.add.at(bcnt, ri[ok], b[COUNTER_COLS].to_numpy(np.uint64).astype(np.float64)[ok])
     aic_main = np.isin(accel, [AIC, MIX_AIC])
     mix = np.isin(accel, [MIX_AIC, MIX_AIV])
+    # block records are counted with the other core's events and core count (msprof's CalculatePmuMetric);
+    # one side's inputs at a time (each an (n, 8) float64 matrix: B' has 500 k rows a device)
     # AIC side: context values on AIC/MIX_AIC tasks, block sums on MIX_AIV, zeros on AIV
-    a_cyc = np.where(aic_main, cyc, np.where(accel == MIX_AIV, bcyc, 0.0))
-    a_cnt = _pick(cnt.copy(), aic_main, accel == MIX_AIV, bcnt)
-    a_blk = np.where(accel == MIX_AIV, mix_block_num, block_num)
+    aic = _side(aic_set, _pick(cnt.copy(), aic_main, accel == MIX_AIV, bcnt), aic_ev,
+                np.where(aic_main, cyc, np.where(accel == MIX_AIV, bcyc, 0.0)),
+                np.where(accel == MIX_AIV, mix_block_num, block_num), aic_core, freq, bw_hz, "aic_")
     v_cyc = np.where(~aic_main & (accel != MIX_AIC), cyc, np.where(accel == MIX_AIC, bcyc, 0.0))
     v_cnt = _pick(cnt, (accel == AIV) | (accel == MIX_AIV), accel == MIX_AIC, bcnt)  # cnt itself: last use
     del cnt
     v_blk = np.where(accel == MIX_AIC, mix_block_num, block_num)
-    # block records are counted with the other core's events and core count (msprof's CalculatePmuMetric)
-    aic = _side(aic_set, a_cnt, aic_ev, a_cyc, a_blk, aic_core, freq, bw_hz, "aic_")
     aiv = _side(aiv_set, v_cnt, aiv_ev, v_cyc, v_blk, aiv_core, freq, bw_hz, "aiv_")
+    del v_cnt, v_cyc, v_blk
     # sides that do not exist for the task type are zero (msprof ConstructData)
     for side, keep in ((aic, aic_main | mix), (aiv, ~aic_main | mix)):
         drop = ~keep
