@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.pmu_export import JOIN, match_rows, metric_columns
-from msprof_py.export.unified_db_insert import TABLES, create_table, insert_lists
+from msprof_py.export.unified_db_insert import create_table, insert_lists, values
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import KEY_COLS
 from msprof_py.parse.session import Session
@@ -171,7 +171,7 @@ def build_pmu(con: sqlite3.Connection, staged: StagedPmu, ids: list[int]) -> Bui
     SQLite's transfer optimisation (the records as they are: ~1/3 of the unfold's CPU)."""
     names, table = staged
     built = table.replace(_STAGE, _BUILT, 1)
-    con.execute(f"CREATE TABLE {built} (" + ", ".join(f"{c} {t}" for c, t in TABLES["TASK_PMU_INFO"]) + ")")
+    create_table(con, "TASK_PMU_INFO", table=built)
     try:
         _names(con, ids)
         _unfold(con, table, len(names), built)
@@ -181,32 +181,37 @@ def build_pmu(con: sqlite3.Connection, staged: StagedPmu, ids: list[int]) -> Bui
     return names, built, list(ids)
 
 
-def copy_pmu(con: sqlite3.Connection, built: BuiltPmu, string_id: Any, created: set[str]) -> None:
+def copy_pmu(con: sqlite3.Connection, built: BuiltPmu, string_id: Any, created: set[str]) -> bool:
     """TASK_PMU_INFO rows of :func:`build_pmu`'s rows (what :func:`db_tables` inserts for them).
 
     When the names' ids are those the rows were built with, ``INSERT INTO ... SELECT *`` of the
     table as it is (SQLite's transfer optimisation: the same records, appended with the next
     rowids, so the same file); otherwise (strings interned at the table's turn that the build's
-    prediction did not know) each built id is mapped to its id (a CASE per row)."""
+    prediction did not know) each built id is mapped to its id (a CASE per row).  Returns
+    whether the rows were copied as they are."""
     names, table, ids = built
     create_table(con, "TASK_PMU_INFO", created)
     try:
         final = [string_id(M.db_name(n)) for n in names]
         if final == ids:
             con.execute(f"INSERT INTO TASK_PMU_INFO SELECT * FROM {table}")
-        else:
-            pick = "CASE name " + " ".join(f"WHEN {a} THEN {b}" for a, b in zip(ids, final)) + " END"
-            con.execute(f"INSERT INTO TASK_PMU_INFO SELECT globalTaskId, {pick}, value FROM {table}")
+            return True
+        pick = "CASE name " + " ".join(f"WHEN {a} THEN {b}" for a, b in zip(ids, final)) + " END"
+        con.execute(f"INSERT INTO TASK_PMU_INFO SELECT globalTaskId, {pick}, value FROM {table}")
+        return False
     finally:
         con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
-def _bound(values: np.ndarray) -> list[Any]:
-    """Python values to bind: a numeric column's ``tolist()`` (ints stay int, floats float); other
-    columns (object, extension types) value by value as ints or floats."""
-    if values.dtype.kind in "iufb":
-        return values.tolist()
-    return [_sql_num(v) for v in values]
+def _bound(col: np.ndarray) -> list[Any] | str:
+    """Python values to bind: a numeric column's ``tolist()`` (ints stay int, floats float; an
+    integer column of one value: its literal, :func:`values`); other columns (object, extension
+    types) value by value as ints or floats."""
+    if col.dtype.kind in "iu":
+        return values(col)
+    if col.dtype.kind in "fb":
+        return col.tolist()
+    return [_sql_num(v) for v in col]
 
 
 def _sql_num(v: Any) -> Any:

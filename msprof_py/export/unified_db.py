@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import sqlite3
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
@@ -36,10 +37,11 @@ from msprof_py.export.unified_db_enums import ENUM_TABLES, META_DATA
 from msprof_py.export.unified_db_host import api_rows, communication_rows, session_tables
 from msprof_py.export.unified_db_insert import insert_rows
 from msprof_py.export.unified_db_strings import StringIds
-from msprof_py.export.unified_db_tasks import (db_tasks, info_columns, info_ids, info_rows, insert_info, memcpy_ids,
-                                                memcpy_rows, task_rows)
+from msprof_py.export.unified_db_tasks import (build_info, copy_info, db_tasks, info_columns, info_ids, info_rows,
+                                                insert_info, memcpy_ids, memcpy_rows, task_rows)
 from msprof_py.memory import trim
 from msprof_py.parse.build import join_parts
+from msprof_py.parse.pmu import metrics as pmu_metrics
 from msprof_py.parse.session import Session
 
 Parts = Callable[[], Iterable[Session]]
@@ -108,6 +110,16 @@ def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None,
     fill.end(con)
 
 
+@dataclass
+class Held:
+    """What a device before the last gives the tables after TASK, kept until their turn."""
+
+    cols: list[Any] | None  # COMPUTE_TASK_INFO's columns (info_columns; None: no row)
+    info: Any  # those rows in their final form (build_info: table, ids) once built
+    pmu: Any  # its TASK_PMU_INFO rows: staged (pmu_db.stage_pmu), then built (pmu_db.build_pmu)
+    freq: pd.DataFrame  # its AICORE_FREQ rows
+
+
 class Fill:
     """The DB's insert flow, fed one device session at a time: :meth:`add` for each of the
     ``count`` devices in order (:meth:`between` after each but the last, once the device is let
@@ -116,14 +128,14 @@ class Fill:
     in the file, and string ids are given in the order of the whole session's).
 
     Each device is read once: its TASK rows go in at once; what a device before the last gives
-    the later tables waits for their turn, small: its COMPUTE_TASK_INFO columns (integers and
-    factored strings, interned at the table's turn), its TASK_PMU_INFO rows (staged by
-    :meth:`add` in a table of schema ``stage``, ``temp``: SQLite's temporary file; a DB written
-    by one process per device attaches a file of its own, :mod:`msprof_py.export.db_process`;
-    then made into their final rows by :meth:`between`, copied in as they are at the table's
-    turn), its AICORE_FREQ and communication rows; the last device's session itself serves the
-    later tables.  Between two devices the state (everything but ``host`` and the last device)
-    pickles: the next device's process goes on from it."""
+    the later tables waits for their turn (:class:`Held`): its COMPUTE_TASK_INFO columns, its
+    TASK_PMU_INFO rows (staged by :meth:`add` in tables of schema ``stage``, ``temp``: SQLite's
+    temporary file; a DB written by one process per device attaches a file of its own,
+    :mod:`msprof_py.export.db_process`), its AICORE_FREQ and communication rows.
+    :meth:`between` makes its COMPUTE_TASK_INFO and TASK_PMU_INFO rows in their final form
+    there, copied in as they are at their table's turn; the last device's session itself serves
+    the later tables.  Between two devices the state (everything but ``host`` and the last
+    device) pickles: the next device's process goes on from it."""
 
     def __init__(self, host: Session, count: int, stage: str = "temp", whole: bool = False) -> None:
         self.host, self.count, self.stage, self.whole = host, count, stage, whole  # whole: host is the session
@@ -133,8 +145,7 @@ class Fill:
         self.created: set[str] = set()
         self.comm: list[pd.DataFrame] = []
         self.memcpy_gids = np.full(len(host.memcpy), np.nan)
-        # per device before the last: CTI columns, its PMU rows (staged, then built), freq
-        self.held: list[tuple[Any, Any, pd.DataFrame]] = []
+        self.held: list[Held] = []  # per device before the last
         self.last: tuple[Session, pd.DataFrame, int] | None = None
         self.offset = 0
         self.i = 0  # devices added
@@ -155,9 +166,9 @@ class Fill:
         if i < self.count - 1:
             rows = pmu_db.pmu_rows(s, t if len(t) else None,
                                        np.arange(self.offset, self.offset + len(t), dtype=np.int64))
-            self.held.append((info_columns(session, t, self.offset) if len(t) else None,
-                              pmu_db.stage_pmu(con, rows, i, self.stage) if rows is not None else None,
-                              s.aicore_freq))
+            self.held.append(Held(info_columns(session, t, self.offset) if len(t) else None, None,
+                                  pmu_db.stage_pmu(con, rows, i, self.stage) if rows is not None else None,
+                                  s.aicore_freq))
             del rows  # views of the device's pmu table: they would keep all of it
         else:
             self.last = (s, t, self.offset)
@@ -169,48 +180,48 @@ class Fill:
 
     def between(self, con: sqlite3.Connection) -> None:
         """The work on the device :meth:`add` was last given (not the last device) that needs no
-        more of its session: its TASK_PMU_INFO rows built in their final form (the DB thread
-        does it while the text writers work on the next device).  Their names' ids are those
-        the table's turn will give if the devices after this one add no string to STRING_IDS
-        (:meth:`_predict`); :func:`pmu_db.copy_pmu` maps them when that did not hold."""
-        cols, staged, freq = self.held[-1]
-        if staged is not None and len(staged) == 2:
-            self.held[-1] = (cols, pmu_db.build_pmu(con, staged, self._predict(staged[0])), freq)
-
-    def _predict(self, names: list[str]) -> list[int]:
-        """The ids :meth:`end` will give the metric ``names`` of the last device held, if the
-        devices still to come intern no new string before them: the COMPUTE_TASK_INFO strings of
-        the devices held, then the metric names of those before it, then ``names``."""
+        more of its session: its COMPUTE_TASK_INFO and TASK_PMU_INFO rows made in their final
+        form (the DB thread does it while the text writers work on the next device).  Their
+        strings' ids are those the tables' turn will give if the devices after this one add no
+        string to STRING_IDS (a copy of the string ids given the strings interned before them);
+        :func:`copy_info` and :func:`pmu_db.copy_pmu` see whether that held."""
+        held, k = self.held[-1], len(self.held) - 1
         sid = self.sid.copy()
-        for cols, _, _ in self.held:
-            if cols is not None:
-                info_ids(cols, sid)
-        for _, pmu, _ in self.held[:-1]:
-            for n in pmu[0] if pmu is not None else []:
-                sid.one(pmu_db.M.db_name(n))
-        return [sid.one(pmu_db.M.db_name(n)) for n in names]
+        for h in self.held[:-1]:
+            if h.cols is not None:
+                info_ids(h.cols, sid)
+        if held.cols is not None:
+            held.info = build_info(con, held.cols, sid, f"{self.stage}.msprof_py_info_{k}")
+        if held.pmu is not None and len(held.pmu) == 2:
+            for h in self.held[:-1]:
+                for n in h.pmu[0] if h.pmu is not None else []:
+                    sid.one(pmu_metrics.db_name(n))
+            held.pmu = pmu_db.build_pmu(con, held.pmu, [sid.one(pmu_metrics.db_name(n)) for n in held.pmu[0]])
 
     def end(self, con: sqlite3.Connection) -> None:
         """The tables after the devices' (every device added)."""
         session, held, sid, created = self.host, self.held, self.sid, self.created
-        for k, (cols, staged, freq) in enumerate(held):
-            insert_info(con, cols, sid, created)
-            held[k] = (None, staged, freq)  # its columns freed as soon as they are in
+        for h in held:
+            if h.cols is not None and h.info is not None:
+                copy_info(con, h.cols, h.info, sid, created)
+            else:
+                insert_info(con, h.cols, sid, created)
+            h.cols = h.info = None  # its columns freed as soon as they are in
         if self.last is not None and len(self.last[1]):
             info_rows(con, session, self.last[1], sid, self.last[2], created)
         memcpy_rows(con, session, self.memcpy_gids, self.offset)
         # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_db)
-        for _, pmu, _ in held:
-            if pmu is not None and len(pmu) == 3:
-                pmu_db.copy_pmu(con, pmu, sid.one, created)
-            elif pmu is not None:  # staged only (a Fill not given between)
-                pmu_db.unfold_pmu(con, pmu, sid.one, created)
+        for h in held:
+            if h.pmu is not None and len(h.pmu) == 3:
+                pmu_db.copy_pmu(con, h.pmu, sid.one, created)
+            elif h.pmu is not None:  # staged only (a Fill not given between)
+                pmu_db.unfold_pmu(con, h.pmu, sid.one, created)
         if self.last is not None:
             s, t, first = self.last
             pmu_db.db_tables(con, s, t if len(t) else None, np.arange(first, first + len(t), dtype=np.int64),
                                  sid.one, freq=False, created=created)
-        for _, _, freq in held:
-            pmu_db.freq_rows(con, freq, created)
+        for h in held:
+            pmu_db.freq_rows(con, h.freq, created)
         if self.last is not None:
             pmu_db.freq_rows(con, self.last[0].aicore_freq, created)
         self.held, self.last = [], None

@@ -43,15 +43,18 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def create_table(con: sqlite3.Connection, name: str, created: set[str] | None = None) -> None:
+def create_table(con: sqlite3.Connection, name: str, created: set[str] | None = None, table: str | None = None) -> None:
     """``CREATE TABLE name`` with its :data:`TABLES` columns (once: not if ``name`` is in
-    ``created``, which is updated; a table filled device after device is created by the first)."""
+    ``created``, which is updated; a table filled device after device is created by the first).
+    ``table``: create that table (``schema.name``) with ``name``'s columns instead: rows built
+    there in their final form are copied into ``name`` as they are (the same columns and types
+    are what SQLite's transfer optimisation needs)."""
     if created is not None:
         if name in created:
             return
         created.add(name)
     cols = TABLES[name]
-    con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
+    con.execute(f"CREATE TABLE {table or name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
 
 
 def insert_rows(con: sqlite3.Connection, name: str, rows: Any) -> None:
@@ -108,32 +111,49 @@ class Rows:
         return self.fn(slice(*rows.indices(self.n)))
 
 
-def insert_cols(con: sqlite3.Connection, name: str, *cols: Any, created: set[str] | None = None) -> None:
+def insert_cols(con: sqlite3.Connection, name: str, *cols: Any, created: set[str] | None = None,
+                table: str | None = None) -> None:
     """Create table ``name`` (when there are rows and it is not in ``created`` yet) and insert
     int64 columns (arrays, or :class:`Lookup` / :class:`Const` / :class:`Rows` made a chunk at a time) in chunks
-    of rows."""
+    of rows.  ``table``: into that table of ``name``'s columns (:func:`create_table`)."""
     n = len(cols[0]) if cols else 0
     if n == 0:
         return
-    create_table(con, name, created)
+    create_table(con, name, created, table)
     for lo in range(0, n, INSERT_CHUNK):
-        insert_lists(con, name, [c[lo:lo + INSERT_CHUNK].tolist() for c in cols])
+        insert_lists(con, table or name, [values(c[lo:lo + INSERT_CHUNK], j > 0) for j, c in enumerate(cols)])
+
+
+def values(chunk: np.ndarray, literal: bool = True) -> list[Any] | str:
+    """What :func:`insert_lists` binds for a chunk of a column: its Python values, or (``literal``)
+    when it is an integer column holding one value in every row, that value's SQL literal (a
+    column of a device id, a process id, a constant id costs nothing per row then: ~1/4 of
+    TASK's insert).  The same integer is stored either way; -2**63 is bound (its literal would
+    be a REAL)."""
+    if literal and len(chunk) > 1 and chunk.dtype.kind in "iu" and chunk[0] == chunk[-1] and (chunk == chunk[0]).all():
+        v = int(chunk[0])
+        if -2**63 < v < 2**63:
+            return str(v)
+    return chunk.tolist()
 
 
 MAX_PARAMS = 999  # SQLite's oldest SQLITE_MAX_VARIABLE_NUMBER (32766 since 3.32): parameters per statement
 ROWS_PER_STATEMENT = 128
 
 
-def insert_lists(con: sqlite3.Connection, table: str, columns: list[list[Any]]) -> None:
+def insert_lists(con: sqlite3.Connection, table: str, columns: list[list[Any] | str]) -> None:
     """Insert rows given as equally long columns (Python lists) into an existing ``table``, in
     order.  Up to :data:`ROWS_PER_STATEMENT` rows per ``INSERT ... VALUES (..), (..)`` statement:
     SQLite's per-statement cost (program start, bind, step, reset) is paid once per group of rows,
     not per row (half the CPU of one row per statement); same rows, rowids and file bytes.  Each
-    value is bound as it is (int, float, str, None)."""
-    m, k = len(columns), len(columns[0]) if columns else 0
+    value is bound as it is (int, float, str, None); a column given as a ``str`` (not the first)
+    is an SQL literal, the value of every row (:func:`values`)."""
+    k = len(columns[0]) if columns else 0
     if not k:
         return
-    one = "(" + ",".join("?" * m) + ")"
+    one = "(" + ",".join(c if isinstance(c, str) else "?" for c in columns) + ")"
+    columns = [c for c in columns if not isinstance(c, str)]
+    m = len(columns)
     per = max(1, min(ROWS_PER_STATEMENT, MAX_PARAMS // m))
     full = k // per * per
     if full:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from msprof_py.export.session_access import NA_ID
 from msprof_py.export.unified_db_enums import ENUM_TABLES
-from msprof_py.export.unified_db_insert import Const, Rows, i64, insert_cols
+from msprof_py.export.unified_db_insert import Const, Lookup, Rows, create_table, i64, insert_cols
 from msprof_py.export.unified_db_strings import StringIds, factor
 from msprof_py.export.views import as_cat, ascend_task_types, info_names, info_types, is_level0, op_info
 from msprof_py.parse.session import Session
@@ -121,6 +121,43 @@ def insert_info(con: sqlite3.Connection, cols: list[Column] | None, sid: StringI
     column order (the STRING_IDS order of msprof_py's first version of this table)."""
     if cols is not None:
         insert_cols(con, "COMPUTE_TASK_INFO", *info_ids(cols, sid), created=created)
+
+
+def build_info(con: sqlite3.Connection, cols: list[Column], sid: StringIds, table: str) -> BuiltInfo:
+    """:func:`info_columns`' rows in their final form in ``table`` (``schema.name``, created with
+    COMPUTE_TASK_INFO's columns), their strings' ids those ``sid`` gives (a copy of the DB's: the
+    ids predicted for the table's turn, :func:`copy_info`).  Why: a device before the last can
+    have its rows made while the DB waits for the next device, not after the last one."""
+    ids = info_ids(cols, sid)
+    insert_cols(con, "COMPUTE_TASK_INFO", *ids, table=table)
+    return table, _signature(ids)
+
+
+BuiltInfo = tuple[str, list[Any]]  # the table of build_info's rows, the ids they hold (_signature)
+
+
+def copy_info(con: sqlite3.Connection, cols: list[Column], built: BuiltInfo, sid: StringIds,
+              created: set[str]) -> bool:
+    """:func:`insert_info` of the rows :func:`build_info` made: copied as they are (SQLite's
+    transfer optimisation: the same records, the same file) when their ids are those the table's
+    turn gives (returns True), else inserted from ``cols`` as :func:`insert_info` does."""
+    table, signature = built
+    ids = info_ids(cols, sid)
+    try:
+        if _signature(ids) == signature:
+            create_table(con, "COMPUTE_TASK_INFO", created)
+            con.execute(f"INSERT INTO COMPUTE_TASK_INFO SELECT * FROM {table}")
+            return True
+        insert_cols(con, "COMPUTE_TASK_INFO", *ids, created=created)
+        return False
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def _signature(ids: list[Any]) -> list[Any]:
+    """What decides the ids of :func:`info_ids`' columns: each string column's ids (the rest are
+    the rows' own integers)."""
+    return [c.ids.tolist() if isinstance(c, Lookup) else c.value if isinstance(c, Const) else None for c in ids]
 
 
 def info_ids(cols: list[Column], sid: StringIds) -> list[Any]:

@@ -32,3 +32,29 @@ def test_insert_lists_equals_row_by_row(m: int, k: int, data: st.DataObject) -> 
     insert_lists(fast, "T", columns)
     slow.executemany("INSERT INTO T VALUES (" + ",".join("?" * m) + ")", rows)
     assert _dump(fast, m) == _dump(slow, m)
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(1, 40), m=st.integers(1, 5), data=st.data())
+def test_integer_columns_of_one_value_as_literals_store_the_same(k: int, m: int, data: st.DataObject) -> None:
+    """insert_cols writes an integer column of one value as an SQL literal (values): the same rows
+    and storage classes as binding every value, at int64's ends too, uint64 (below 2**63) included."""
+    import numpy as np
+
+    from msprof_py.export.unified_db_insert import values
+
+    ints = st.one_of(st.integers(-2**63, 2**63 - 1), st.sampled_from([-2**63, -2**63 + 1, 2**63 - 1, 0, -1]))
+    cols = []
+    for _ in range(m):
+        v = data.draw(ints)
+        if data.draw(st.booleans()):  # one value in every row
+            cols.append(np.full(k, v, np.int64))
+        else:
+            cols.append(np.array(data.draw(st.lists(ints, min_size=k, max_size=k)), np.int64))
+    if data.draw(st.booleans()):
+        cols.append(np.full(k, 2**63 - 1 if data.draw(st.booleans()) else 7, np.uint64))
+    fast, slow = _table(len(cols)), _table(len(cols))
+    insert_lists(fast, "T", [values(c, j > 0) for j, c in enumerate(cols)])
+    slow.executemany("INSERT INTO T VALUES (" + ",".join("?" * len(cols)) + ")",
+                     zip(*[c.tolist() for c in cols]))
+    assert _dump(fast, len(cols)) == _dump(slow, len(cols))

@@ -97,32 +97,34 @@ def test_db_beside_equals_the_db_after_the_text(two_devices: Path, tmp_path: Pat
 
 
 @pytest.mark.parametrize("mode", ["process", "thread"])
-def test_pmu_rows_built_before_their_turn(two_devices: Path, tmp_path: Path, mode: str,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """Device 0's TASK_PMU_INFO rows are built while the DB waits for device 1, with the ids the
-    table's turn gives (copied as they are); when those ids are not the ones predicted (a later
-    device interned new strings first), the DB file is still the same."""
+def test_rows_built_before_their_turn(two_devices: Path, tmp_path: Path, mode: str,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Device 0's COMPUTE_TASK_INFO and TASK_PMU_INFO rows are built while the DB waits for
+    device 1, with the string ids their tables' turn gives (copied as they are); when those are
+    not the ids predicted (a later device interned new strings first), the DB is still the same."""
     from msprof_py.export import pmu_db
 
     monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1" if mode == "process" else "0")
-    copies: list[bool] = []
-    real_copy = pmu_db.copy_pmu
-
-    def copy(con, built, string_id, created):  # type: ignore[no-untyped-def]
-        copies.append([string_id(pmu_db.M.db_name(n)) for n in built[0]] == built[2])
-        real_copy(con, built, string_id, created)
-
-    monkeypatch.setattr(pmu_db, "copy_pmu", copy)
+    copies: list[tuple[str, bool]] = []
+    real_pmu, real_info = pmu_db.copy_pmu, unified_db.copy_info
+    monkeypatch.setattr(pmu_db, "copy_pmu", lambda *a: copies.append(("pmu", real_pmu(*a))))
+    monkeypatch.setattr(unified_db, "copy_info", lambda *a: copies.append(("info", real_info(*a))))
     hit = _copy(two_devices, tmp_path / "hit")
     export(hit, ExportOptions())
     if mode == "thread":  # (a forked process's calls are not seen here)
-        assert copies == [True]
-    real_predict = unified_db.Fill._predict
-    monkeypatch.setattr(unified_db.Fill, "_predict", lambda self, names: [i + 7 for i in real_predict(self, names)][::-1])
+        assert copies == [("info", True), ("pmu", True)]
+    real_copy = StringIds.copy
+
+    def off(self: StringIds) -> StringIds:  # every id predicted one too high
+        other = real_copy(self)
+        other.one("a string of no session")
+        return other
+
+    monkeypatch.setattr(StringIds, "copy", off)
     miss = _copy(two_devices, tmp_path / "miss")
     export(miss, ExportOptions())
     if mode == "thread":
-        assert copies == [True, False]
+        assert copies[2:] == [("info", False), ("pmu", False)]
     assert _outputs(hit) == _outputs(miss)
 
 
