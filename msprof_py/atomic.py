@@ -224,12 +224,15 @@ class ChunkWriter:
                     fp.write(item)
             except BaseException as exc:  # handed to the producer, which raises it
                 with cv:
-                    self._error = exc
+                    if not self._stop:  # (an aborted producer has its own error)
+                        self._error = exc
                     items.clear()
                     self._bytes = 0
                     cv.notify_all()
                 return
             with cv:
+                if self._stop:  # aborted while this item was written: the queue is gone
+                    return
                 items.popleft()
                 self._bytes -= n
                 cv.notify_all()
@@ -255,14 +258,39 @@ class ChunkWriter:
         self._thread.join()
 
 
+class SyncWriter:
+    """:class:`ChunkWriter`'s interface, writing at once on the caller's thread
+    (``MSPROF_PY_WRITER_THREAD=0``: for comparisons)."""
+
+    pending_bytes = 0
+
+    def __init__(self, fp: IO[bytes]) -> None:
+        self._fp = fp
+
+    def write(self, buf: Any) -> None:
+        self._fp.write(buf)
+
+    def call(self, fn: Callable[[IO[bytes]], None]) -> None:
+        fn(self._fp)
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+
+WRITER_THREAD_ENV = "MSPROF_PY_WRITER_THREAD"  # "0": streamed outputs written on the producer's thread
+
+
 @contextmanager
 def atomic_writer(path: str | os.PathLike[str], *, error: str | None = None,
-                  size: int | None = None) -> Iterator[ChunkWriter]:
+                  size: int | None = None) -> Iterator[ChunkWriter | SyncWriter]:
     """Like ``atomic_open(path, "wb")``, the writes made by a :class:`ChunkWriter`'s thread: the
     file is complete (and renamed) when the block ends; an error in the block or in a write
     stops the thread and removes the temporary file."""
     with temp_path(path, error=error, size=size) as tmp, open(tmp, "wb") as fp:
-        w = ChunkWriter(fp)
+        w = ChunkWriter(fp) if os.environ.get(WRITER_THREAD_ENV, "1") != "0" else SyncWriter(fp)
         try:
             yield w
         except BaseException:

@@ -130,3 +130,22 @@ def test_a_failing_producer_stops_the_writer_thread(tmp_path: Path, exc: type) -
             raise exc("interrupted")
     assert list(tmp_path.iterdir()) == []
     assert not any(t.name == "msprof-py-writer" for t in threading.enumerate())
+
+
+def test_an_abort_while_a_chunk_is_written_ends_the_thread_cleanly() -> None:
+    class Slow(io.BytesIO):
+        def write(self, b):  # type: ignore[override]
+            time.sleep(0.05)
+            return super().write(b)
+
+    errors: list[BaseException] = []
+    old = threading.excepthook
+    threading.excepthook = lambda a: errors.append(a.exc_value)
+    try:
+        w = atomic.ChunkWriter(Slow())
+        w.write(b"x" * 10)
+        time.sleep(0.01)  # the thread is inside write()
+        w.abort()
+    finally:
+        threading.excepthook = old
+    assert errors == [] and not w._thread.is_alive()

@@ -241,7 +241,7 @@ class RowBuilder:
             pending: deque[Future[Any]] = deque()
             for start in starts:
                 pending.append(pool.submit(job, start))
-                if len(pending) > 2 * nworkers:  # bounded: a few chunks in flight, not the file
+                if len(pending) > nworkers:  # bounded: one chunk per worker and the one awaited, not the file
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()

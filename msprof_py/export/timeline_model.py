@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.base import ExportContext
-from msprof_py.export.trace_events import Counters, Flows, Meta, Slices
+from msprof_py.export.trace_events import Counters, Flows, Meta, Slices, const
 from msprof_py.export.validate import (flow_problems, id_problems, negative_message, nesting, overlap_message,
                                        overlap_order, viewer_durations)
 
@@ -197,9 +197,12 @@ def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None,
 def _column(parts: list[Slices], c: str) -> np.ndarray:
     """One int64 column of a group of layers (a layer's own array when the group is one layer:
     the check only reads it)."""
-    if len(parts) == 1:
-        return np.asarray(getattr(parts[0], c), np.int64)
-    return np.concatenate([np.asarray(getattr(s, c), np.int64) for s in parts])
+    cols = [np.asarray(getattr(s, c), np.int64) for s in parts]
+    if len(cols) == 1:
+        return cols[0]
+    if all(v.strides == (0,) for v in cols) and len({int(v[0]) for v in cols if len(v)}) <= 1:
+        return const(sum(len(v) for v in cols), int(cols[0][0]) if len(cols[0]) else 0)  # one pid: no copy
+    return np.concatenate(cols)
 
 
 def _label_names(s: Slices) -> np.ndarray:

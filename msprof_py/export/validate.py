@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 MAX_SAFE_ID = 2**53
+VIEWER_BLOCK = 1 << 16  # values per block of viewer_ns
 
 
 def _order(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -137,6 +138,12 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
             # roots: after the end of the latest-ending earlier slice of the same group
             if root is None:
                 root = _roots(s, e, group)
+            if root.all():  # nothing left nests (a round of streams' tasks): the same links, no positions
+                if is_slice_group:
+                    parent[idx] = group
+                same = group[1:] == group[:-1]
+                prev[idx[1:][same]] = idx[:-1][same]
+                break
             root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
             r = np.flatnonzero(root)
             if is_slice_group:  # (round 1's roots have no parent)
@@ -212,8 +219,12 @@ def viewer_ns(ns: np.ndarray) -> np.ndarray:
     as slack.  Newer Perfetto releases parse the string exactly.  The long double division
     gives the correctly rounded double: a 3-decimal value is an exact binary midpoint or at
     least 1 ns away from one, far beyond long double's error."""
-    us = (np.asarray(ns, np.int64).astype(np.longdouble) / np.longdouble(1000)).astype(np.float64)
-    return np.floor(us * 1000.0 + 0.5).astype(np.int64)
+    ns = np.asarray(ns, np.int64)
+    out = np.empty(len(ns), np.int64)
+    for a in range(0, len(ns), VIEWER_BLOCK):  # in blocks: the long double temporaries stay small
+        us = (ns[a:a + VIEWER_BLOCK].astype(np.longdouble) / np.longdouble(1000)).astype(np.float64)
+        out[a:a + VIEWER_BLOCK] = np.floor(us * 1000.0 + 0.5)
+    return out
 
 
 def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,

@@ -138,3 +138,14 @@ def test_timeline_check_by_thread_groups_equals_one_pass(layers, limit) -> None:
     assert got == want
     assert n == want_n
     assert np.concatenate([x.dur_ns for x in parts]).tolist() == want_dur.tolist()
+
+
+def test_viewer_ns_in_blocks_equals_one_pass() -> None:
+    """viewer_ns works in blocks (small long double temporaries): same values as one pass."""
+    from msprof_py.export.validate import VIEWER_BLOCK, viewer_ns
+
+    rng = np.random.default_rng(3)
+    ns = 1_700_000_000_000_000_000 + rng.integers(0, 10**12, 2 * VIEWER_BLOCK + 17)
+    us = (ns.astype(np.longdouble) / np.longdouble(1000)).astype(np.float64)
+    assert np.array_equal(viewer_ns(ns), np.floor(us * 1000.0 + 0.5).astype(np.int64))
+    assert viewer_ns(ns[:0]).dtype == np.int64 and len(viewer_ns(ns[:0])) == 0
