@@ -216,13 +216,18 @@ def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int,
     nz = ok & (dur_us != 0)
     q = val[nz] / dur_us[nz]
     k, fast = _fixed3_thousandths(q)
-    if fast.all():  # numbers rendered in place, no text per task
+    # the few values the integers cannot print (next to a tie, negative) as fixed texts of their own
+    slow_codes, slow_texts = pd.factorize(np.char.mod("%.3f", q[~fast]).astype(object)) if not fast.all() \
+        else (np.zeros(0, np.int64), [])
+    if len(slow_texts) <= 250:  # numbers rendered in place, no text per task (special codes: uint8)
         special = np.full(total, 1, np.uint8)  # N/A
         special[ok & (dur_us == 0)] = 2
-        special[nz] = 0
+        code = np.zeros(len(q), np.uint8)
+        code[~fast] = slow_codes + 3
+        special[nz] = code
         k_all = np.zeros(total, np.int64)
         k_all[nz] = k
-        return Col.fixed3(k_all, special=(special, ["N/A", "0"]))
+        return Col.fixed3(k_all, special=(special, ["N/A", "0", *[str(t) for t in slow_texts]]))
     txt_codes, texts = fixed3_texts(q)
     codes = np.full(total, len(texts), np.int64)
     texts = texts + ["N/A", "0"]

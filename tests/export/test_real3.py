@@ -45,7 +45,7 @@ def test_na_rows() -> None:
 def test_cube_usage_cells_na_zero_and_values() -> None:
     """cube_utilization(%): N/A without PMU, "0" for a zero duration, "%.3f" otherwise (and the
     categorical path for values the in-place rendering cannot print)."""
-    from msprof_py.export.pmu_export import _cube_usage
+    from msprof_py.export.pmu_export import _cube_usage, to_string_6
 
     base = np.array([50.0, 10.0, 33.3333333, -1.0])
     hit = np.array([True, True, False, True, True])
@@ -53,8 +53,11 @@ def test_cube_usage_cells_na_zero_and_values() -> None:
     dur = np.array([2000, 0, 1000, 3000, 1000, 1000])  # the 6th row: no PMU (communication)
     fast = _cube_usage(base[:3], hit[:4] & np.array([1, 1, 0, 1], bool), 6, order, dur)
     assert fast.kind == "us" and csv_texts(fast) == ["25.000", "0", "N/A", "11.111", "N/A", "N/A"]
-    slow = _cube_usage(base, hit, 6, order, dur)  # a negative value: printf's texts
-    assert slow.kind == "text" and csv_texts(slow) == ["25.000", "0", "N/A", "11.111", "-1.000", "N/A"]
+    few = _cube_usage(base, hit, 6, order, dur)  # a negative value: printf's text, a fixed text of its own
+    assert few.kind == "us" and csv_texts(few) == ["25.000", "0", "N/A", "11.111", "-1.000", "N/A"]
+    many = -np.arange(1, 301) / 7  # more distinct such texts than fixed texts fit: texts per distinct value
+    slow = _cube_usage(many, np.ones(300, bool), 300, np.arange(300), np.full(300, 1000))
+    assert slow.kind == "text" and csv_texts(slow) == ["%.3f" % v for v in to_string_6(many)]
 
 
 def _chunked_texts(col: Col, rows: int) -> list[str]:
