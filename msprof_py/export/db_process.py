@@ -217,8 +217,6 @@ class DbProcesses:
                     con.execute("BEGIN")
             fill.add(con, db_view(session, self.cats))
             del session
-            if d < self.count - 1:
-                fill.between(con)
             if d == self.count - 1:
                 fill.end(con)
             ends_open = con.in_transaction

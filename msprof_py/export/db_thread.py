@@ -92,6 +92,10 @@ class DbFeed:
             yield box.pop()  # not kept in this frame: release() lets go of it
             self.release()
 
+    def idle(self) -> bool:
+        """Whether the DB thread would wait for the next session (none given yet)."""
+        return not self.items and not self.cancelled
+
     def release(self) -> None:
         """The DB thread is done with the session it was given last (not the last device's):
         the main thread may read the next device."""

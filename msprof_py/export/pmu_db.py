@@ -6,6 +6,8 @@ Columns: :data:`msprof_py.export.unified_db_insert.TABLES`.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -125,19 +127,34 @@ def _names(con: sqlite3.Connection, ids: list[int]) -> None:
     con.executemany(f"INSERT INTO {_NAMES} VALUES (?, ?)", enumerate(ids))
 
 
-def _unfold(con: sqlite3.Connection, table: str, m: int, into: str = "TASK_PMU_INFO") -> None:
-    """Every staged row of ``table`` (``m`` metric values) as one row per metric of table
-    ``into`` (TASK_PMU_INFO's columns), in order."""
+def _unfold(con: sqlite3.Connection, table: str, m: int, into: str = "TASK_PMU_INFO",
+            rows: tuple[int, int] | None = None) -> None:
+    """Every staged row of ``table`` (``m`` metric values; ``rows``: those of rowid ``lo < rowid
+    <= hi``) as one row per metric of table ``into`` (TASK_PMU_INFO's columns), in order."""
     pick = "CASE n.j " + " ".join(f"WHEN {j} THEN s.v{j}" for j in range(m)) + " END"
+    where = f"WHERE s.rowid > {int(rows[0])} AND s.rowid <= {int(rows[1])} " if rows is not None else ""
     con.execute(f"INSERT INTO {into} SELECT s.g, n.id, {pick} "
-                f"FROM {table} AS s CROSS JOIN {_NAMES} AS n ORDER BY s.rowid, n.j")
+                f"FROM {table} AS s CROSS JOIN {_NAMES} AS n {where}ORDER BY s.rowid, n.j")
 
 
-StagedPmu = tuple[list[str], str]  # metric names, table of the staged rows (schema.name)
-BuiltPmu = tuple[list[str], str, list[int]]  # metric names, table of the built rows, the name ids they hold
+BUILD_CHUNK = 8_192  # staged rows (x the metrics: ~230k TASK_PMU_INFO rows, ~40 ms) per round of build_pmu
 
 
-def stage_pmu(con: sqlite3.Connection, rows: PmuRows, key: int, schema: str = "temp") -> StagedPmu:
+@dataclass
+class Staged:
+    """A device's TASK_PMU_INFO input kept until the table's turn (:func:`stage_pmu`): one row per
+    task in ``table`` (rowids 1..``n``), the first ``done`` of them built in their final form in
+    table ``built`` with the name ids ``ids`` (:func:`build_pmu`)."""
+
+    names: list[str]  # the metrics
+    table: str  # schema.name
+    n: int
+    built: str | None = None
+    ids: list[int] | None = None
+    done: int = 0
+
+
+def stage_pmu(con: sqlite3.Connection, rows: PmuRows, key: int, schema: str = "temp") -> Staged:
     """Stage all of :func:`pmu_rows`' ``rows`` in a table of their own in ``schema`` (``temp``:
     SQLite's temporary file, not memory; or an attached file that outlives the connection): a DB
     written one device at a time stages a device's rows while it has them and unfolds them at
@@ -147,60 +164,66 @@ def stage_pmu(con: sqlite3.Connection, rows: PmuRows, key: int, schema: str = "t
     con.execute(f"CREATE TABLE {table} (g, " + ", ".join(f"v{j}" for j in range(len(cols))) + ")")
     for lo in range(0, len(pos), DB_CHUNK_ROWS):
         _stage_rows(con, table, cols, pos[lo:lo + DB_CHUNK_ROWS], gids[lo:lo + DB_CHUNK_ROWS])
-    return names, table
+    return Staged(names, table, len(pos))
 
 
-def unfold_pmu(con: sqlite3.Connection, staged: StagedPmu, string_id: Any, created: set[str]) -> None:
-    """TASK_PMU_INFO rows of :func:`stage_pmu`'s rows (what :func:`db_tables` inserts for them)."""
-    names, table = staged
-    create_table(con, "TASK_PMU_INFO", created)
+def build_pmu(con: sqlite3.Connection, staged: Staged, ids: list[int], more: Callable[[], bool]) -> None:
+    """Build :func:`stage_pmu`'s rows in their final form (the metric names given the STRING_IDS
+    ``ids``) in a table beside the staged one (TASK_PMU_INFO's columns), :data:`BUILD_CHUNK`
+    staged rows at a time while ``more()`` says so.
+
+    Why: the unfold is most of TASK_PMU_INFO's cost, and the DB thread often waits for the next
+    device with nothing to do; the rows built then are copied into the DB at the table's turn
+    with SQLite's transfer optimisation (the records as they are: ~1/2 of the unfold's CPU),
+    which shortens the DB's work after the last device.  Only while the DB would wait: built
+    rows cost their copy on top of the unfold, so building them when the DB has other work
+    would only add CPU."""
+    if staged.done >= staged.n or not more():
+        return
+    if staged.built is None:
+        staged.built, staged.ids = staged.table.replace(_STAGE, _BUILT, 1), list(ids)
+        create_table(con, "TASK_PMU_INFO", table=staged.built)
+    assert staged.ids is not None
+    _names(con, staged.ids)
     try:
-        _names(con, [string_id(M.db_name(n)) for n in names])
-        _unfold(con, table, len(names))
+        while True:
+            hi = min(staged.n, staged.done + BUILD_CHUNK)
+            _unfold(con, staged.table, len(staged.names), staged.built, (staged.done, hi))
+            staged.done = hi
+            if staged.done >= staged.n or not more():
+                break
     finally:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
         con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
 
 
-def build_pmu(con: sqlite3.Connection, staged: StagedPmu, ids: list[int]) -> BuiltPmu:
-    """The TASK_PMU_INFO rows of :func:`stage_pmu`'s rows in their final form, metric ``names``
-    given the STRING_IDS ``ids``, in a table of their own beside the staged one (same schema),
-    the staged rows dropped.  Why: the unfold is most of TASK_PMU_INFO's cost (SQLite's own work:
-    the GIL is free), and a device before the last can be unfolded while the DB thread waits for
-    the next device; at the table's turn :func:`copy_pmu` copies the rows into the DB with
-    SQLite's transfer optimisation (the records as they are: ~1/3 of the unfold's CPU)."""
-    names, table = staged
-    built = table.replace(_STAGE, _BUILT, 1)
-    create_table(con, "TASK_PMU_INFO", table=built)
-    try:
-        _names(con, ids)
-        _unfold(con, table, len(names), built)
-    finally:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-        con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
-    return names, built, list(ids)
+def unfold_pmu(con: sqlite3.Connection, staged: Staged, string_id: Any, created: set[str]) -> bool:
+    """TASK_PMU_INFO rows of :func:`stage_pmu`'s rows (what :func:`db_tables` inserts for them).
 
-
-def copy_pmu(con: sqlite3.Connection, built: BuiltPmu, string_id: Any, created: set[str]) -> bool:
-    """TASK_PMU_INFO rows of :func:`build_pmu`'s rows (what :func:`db_tables` inserts for them).
-
-    When the names' ids are those the rows were built with, ``INSERT INTO ... SELECT *`` of the
-    table as it is (SQLite's transfer optimisation: the same records, appended with the next
-    rowids, so the same file); otherwise (strings interned at the table's turn that the build's
-    prediction did not know) each built id is mapped to its id (a CASE per row).  Returns
-    whether the rows were copied as they are."""
-    names, table, ids = built
+    The rows :func:`build_pmu` built: when the names' ids are those they were built with,
+    ``INSERT INTO ... SELECT *`` of their table as it is (SQLite's transfer optimisation: the
+    same records, appended with the next rowids, so the same file); otherwise (strings interned
+    before the table's turn that the prediction did not know) each built id is mapped to its id
+    (a CASE per row).  Then the staged rows not built, unfolded.  Returns False when built rows
+    had to be mapped."""
+    final = [string_id(M.db_name(n)) for n in staged.names]
     create_table(con, "TASK_PMU_INFO", created)
+    as_they_are = staged.built is None or final == staged.ids
     try:
-        final = [string_id(M.db_name(n)) for n in names]
-        if final == ids:
-            con.execute(f"INSERT INTO TASK_PMU_INFO SELECT * FROM {table}")
-            return True
-        pick = "CASE name " + " ".join(f"WHEN {a} THEN {b}" for a, b in zip(ids, final)) + " END"
-        con.execute(f"INSERT INTO TASK_PMU_INFO SELECT globalTaskId, {pick}, value FROM {table}")
-        return False
+        if staged.built is not None and as_they_are:
+            con.execute(f"INSERT INTO TASK_PMU_INFO SELECT * FROM {staged.built}")
+        elif staged.built is not None:
+            assert staged.ids is not None
+            pick = "CASE name " + " ".join(f"WHEN {a} THEN {b}" for a, b in zip(staged.ids, final)) + " END"
+            con.execute(f"INSERT INTO TASK_PMU_INFO SELECT globalTaskId, {pick}, value FROM {staged.built}")
+        if staged.done < staged.n:
+            _names(con, final)
+            _unfold(con, staged.table, len(staged.names), rows=(staged.done, staged.n) if staged.done else None)
     finally:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
+        if staged.built is not None:
+            con.execute(f"DROP TABLE IF EXISTS {staged.built}")
+        con.execute(f"DROP TABLE IF EXISTS {staged.table}")
+        con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
+    return as_they_are
 
 
 def _bound(col: np.ndarray) -> list[Any] | str:

@@ -309,20 +309,27 @@ def communication_layer(session: Session, device_id: int, tl: Timeline) -> pd.Da
     comm_sort = layer_sorts(session).comm
     cpid = format_pid(device_pid(session, device_id), comm_sort, device_id)
     tl.meta.process(cpid, "Communication", npu_label(session, device_id), comm_sort)
-    groups = sorted(set(ops["group_name"].astype(str)) | set(sub["group_name"].astype(str)))
-    planes = {g: sorted(set(i64(sub.loc[sub["group_name"].astype(str) == g, "plane_id"]).tolist()))
-              for g in groups}
-    group_tid, plane_tid, nxt = {}, {}, 0
+    # each group's text once (factorized; str() of a unique is what astype(str) gives every row)
+    op_g, op_names = _str_codes(ops["group_name"])
+    sub_g, sub_names = _str_codes(sub["group_name"])
+    groups = sorted(set(op_names) | set(sub_names))
+    plane = i64(sub["plane_id"])
+    pairs = np.unique(np.stack([sub_g.astype(np.int64), plane]), axis=1) if len(sub) else np.zeros((2, 0), np.int64)
+    found: dict[str, set[int]] = {g: set() for g in groups}
+    for c, p in zip(pairs[0].tolist(), pairs[1].tolist()):
+        found[sub_names[c]].add(p)
+    planes = {g: sorted(v) for g, v in found.items()}
+    group_tid, nxt = {}, 0
     for g in groups:
         group_tid[g] = nxt
         tl.meta.thread(cpid, nxt, f"Group {g} Communication", nxt)
         for p in planes[g]:
-            plane_tid[(g, p)] = nxt + p + 1
             tl.meta.thread(cpid, nxt + p + 1, f"Plane {p}", nxt + p + 1)
         nxt += (max(planes[g]) + 2 if planes[g] else 1)
     if len(ops):
-        ops = ops.sort_values("start_ns", kind="stable")
-        tid = ops["group_name"].astype(str).map(group_tid).to_numpy(np.int64)
+        order = _start_order(ops)
+        ops = ops.take(order)
+        tid = np.asarray([group_tid[g] for g in op_names], np.int64)[op_g[order]]
         tl.slices.append(Slices(
             name=ops["op_name"].astype(str).to_numpy(), pid=np.full(len(ops), cpid, np.int64), tid=tid,
             start_ns=i64(ops["start_ns"]), dur_ns=i64(ops["dur_ns"]), label="communication op",
@@ -330,10 +337,10 @@ def communication_layer(session: Session, device_id: int, tl: Timeline) -> pd.Da
                   Arg("model id", "int", i64(ops["model_id"])), Arg("data_type", "str", ops["data_type"]),
                   Arg("alg_type", "str", ops["alg_type"]), Arg("count", "int", i64(ops["count"]))]))
     if len(sub):
-        sub = sub.sort_values("start_ns", kind="stable")
-        keys = list(zip(sub["group_name"].astype(str), i64(sub["plane_id"]).tolist()))
-        tid = np.array([plane_tid[k] for k in keys], dtype=np.int64) if len(keys) < 100_000 else \
-            pd.Series(keys).map(plane_tid).to_numpy(np.int64)
+        order = _start_order(sub)
+        sub = sub.take(order)
+        # a plane's thread: its group's thread + plane id + 1
+        tid = np.asarray([group_tid[g] for g in sub_names], np.int64)[sub_g[order]] + plane[order] + 1
         tl.slices.append(Slices(
             name=sub["task_type"], pid=np.full(len(sub), cpid, np.int64), tid=tid,
             start_ns=i64(sub["start_ns"]), dur_ns=i64(sub["dur_ns"]), label="communication task",
@@ -346,6 +353,17 @@ def communication_layer(session: Session, device_id: int, tl: Timeline) -> pd.Da
                   Arg("data type", "str", sub["data_type"]), Arg("link type", "str", sub["link_type"]),
                   Arg("bandwidth(GB/s)", "raw", _num_text(sub["bandwidth_gbps"]))]))
     return ops
+
+
+def _start_order(t: pd.DataFrame) -> np.ndarray:
+    """The positions ``t.sort_values("start_ns", kind="stable")`` puts the rows in."""
+    return np.asarray(t["start_ns"].reset_index(drop=True).sort_values(kind="stable").index)
+
+
+def _str_codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """``col.astype(str)`` as codes into its distinct texts (each converted once)."""
+    codes, uniq = pd.factorize(col, use_na_sentinel=False)
+    return np.asarray(codes), [str(u) for u in uniq]
 
 
 def _num_text(col: pd.Series) -> pd.Categorical:

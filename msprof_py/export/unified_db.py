@@ -103,10 +103,9 @@ def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None,
     for s in [session] if parts is None else parts():
         fill.add(con, s)
         del s
-        if fill.i < count:
-            if feed is not None:
-                feed.release()
-            fill.between(con)
+        if fill.i < count and feed is not None:
+            feed.release()
+            fill.between(con, feed.idle)  # what it can do while waiting for the next device
     fill.end(con)
 
 
@@ -116,26 +115,27 @@ class Held:
 
     cols: list[Any] | None  # COMPUTE_TASK_INFO's columns (info_columns; None: no row)
     info: Any  # those rows in their final form (build_info: table, ids) once built
-    pmu: Any  # its TASK_PMU_INFO rows: staged (pmu_db.stage_pmu), then built (pmu_db.build_pmu)
+    pmu: pmu_db.Staged | None  # its TASK_PMU_INFO rows (pmu_db.stage_pmu; some built by pmu_db.build_pmu)
     freq: pd.DataFrame  # its AICORE_FREQ rows
 
 
 class Fill:
     """The DB's insert flow, fed one device session at a time: :meth:`add` for each of the
-    ``count`` devices in order (:meth:`between` after each but the last, once the device is let
-    go of), then :meth:`end`.  Every table goes in msprof's order; TASK, COMPUTE_TASK_INFO,
-    MEMCPY_INFO, TASK_PMU_INFO and AICORE_FREQ device after device (a table's rows stay together
-    in the file, and string ids are given in the order of the whole session's).
+    ``count`` devices in order (on the DB thread :meth:`between` after each but the last, once
+    the device is let go of), then :meth:`end`.  Every table goes in msprof's order; TASK,
+    COMPUTE_TASK_INFO, MEMCPY_INFO, TASK_PMU_INFO and AICORE_FREQ device after device (a table's
+    rows stay together in the file, and string ids are given in the order of the whole
+    session's).
 
     Each device is read once: its TASK rows go in at once; what a device before the last gives
     the later tables waits for their turn (:class:`Held`): its COMPUTE_TASK_INFO columns, its
     TASK_PMU_INFO rows (staged by :meth:`add` in tables of schema ``stage``, ``temp``: SQLite's
     temporary file; a DB written by one process per device attaches a file of its own,
-    :mod:`msprof_py.export.db_process`), its AICORE_FREQ and communication rows.
-    :meth:`between` makes its COMPUTE_TASK_INFO and TASK_PMU_INFO rows in their final form
-    there, copied in as they are at their table's turn; the last device's session itself serves
-    the later tables.  Between two devices the state (everything but ``host`` and the last
-    device) pickles: the next device's process goes on from it."""
+    :mod:`msprof_py.export.db_process`), its AICORE_FREQ and communication rows.  While the DB
+    thread would wait for the next device, :meth:`between` makes what it can of those rows in
+    their final form there, copied in as they are at their table's turn; the last device's
+    session itself serves the later tables.  Between two devices the state (everything but
+    ``host`` and the last device) pickles: the next device's process goes on from it."""
 
     def __init__(self, host: Session, count: int, stage: str = "temp", whole: bool = False) -> None:
         self.host, self.count, self.stage, self.whole = host, count, stage, whole  # whole: host is the session
@@ -178,25 +178,28 @@ class Fill:
         if i < self.count - 1:
             trim()  # this device's temporaries, before the text writers read the next device
 
-    def between(self, con: sqlite3.Connection) -> None:
-        """The work on the device :meth:`add` was last given (not the last device) that needs no
-        more of its session: its COMPUTE_TASK_INFO and TASK_PMU_INFO rows made in their final
-        form (the DB thread does it while the text writers work on the next device).  Their
-        strings' ids are those the tables' turn will give if the devices after this one add no
-        string to STRING_IDS (a copy of the string ids given the strings interned before them);
-        :func:`copy_info` and :func:`pmu_db.copy_pmu` see whether that held."""
+    def between(self, con: sqlite3.Connection, idle: Callable[[], bool]) -> None:
+        """Work on the device :meth:`add` was last given (not the last device) that needs no more
+        of its session, done while ``idle()`` (the DB would otherwise wait for the next device):
+        its COMPUTE_TASK_INFO rows, then its TASK_PMU_INFO rows a chunk at a time, made in their
+        final form, copied in as they are at their table's turn.  Their strings' ids are those
+        the tables' turn will give if the devices after this one add no string to STRING_IDS (a
+        copy of the string ids given the strings interned before them); :func:`copy_info` and
+        :func:`pmu_db.unfold_pmu` see whether that held."""
         held, k = self.held[-1], len(self.held) - 1
+        if not idle():
+            return
         sid = self.sid.copy()
         for h in self.held[:-1]:
             if h.cols is not None:
                 info_ids(h.cols, sid)
         if held.cols is not None:
             held.info = build_info(con, held.cols, sid, f"{self.stage}.msprof_py_info_{k}")
-        if held.pmu is not None and len(held.pmu) == 2:
+        if held.pmu is not None:
             for h in self.held[:-1]:
-                for n in h.pmu[0] if h.pmu is not None else []:
+                for n in h.pmu.names if h.pmu is not None else []:
                     sid.one(pmu_metrics.db_name(n))
-            held.pmu = pmu_db.build_pmu(con, held.pmu, [sid.one(pmu_metrics.db_name(n)) for n in held.pmu[0]])
+            pmu_db.build_pmu(con, held.pmu, [sid.one(pmu_metrics.db_name(n)) for n in held.pmu.names], idle)
 
     def end(self, con: sqlite3.Connection) -> None:
         """The tables after the devices' (every device added)."""
@@ -212,9 +215,7 @@ class Fill:
         memcpy_rows(con, session, self.memcpy_gids, self.offset)
         # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_db)
         for h in held:
-            if h.pmu is not None and len(h.pmu) == 3:
-                pmu_db.copy_pmu(con, h.pmu, sid.one, created)
-            elif h.pmu is not None:  # staged only (a Fill not given between)
+            if h.pmu is not None:
                 pmu_db.unfold_pmu(con, h.pmu, sid.one, created)
         if self.last is not None:
             s, t, first = self.last

@@ -12,6 +12,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -96,23 +97,28 @@ def test_db_beside_equals_the_db_after_the_text(two_devices: Path, tmp_path: Pat
     assert not _db_threads() and not _children() - before
 
 
-@pytest.mark.parametrize("mode", ["process", "thread"])
-def test_rows_built_before_their_turn(two_devices: Path, tmp_path: Path, mode: str,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """Device 0's COMPUTE_TASK_INFO and TASK_PMU_INFO rows are built while the DB waits for
-    device 1, with the string ids their tables' turn gives (copied as they are); when those are
-    not the ids predicted (a later device interned new strings first), the DB is still the same."""
+@pytest.mark.parametrize("rounds", [None, 1])
+def test_rows_built_while_the_db_waits(two_devices: Path, tmp_path: Path, rounds: int | None,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the DB thread waits for device 1 it builds device 0's COMPUTE_TASK_INFO and
+    TASK_PMU_INFO rows (here: as if it always waited; ``rounds``: only one round of PMU rows,
+    the rest at the table's turn) with the string ids their tables' turn gives (copied as they
+    are); when those are not the ids predicted (a later device interned new strings first), the
+    DB is still the same, and the same as the DB written after the text files (nothing built)."""
     from msprof_py.export import pmu_db
 
-    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1" if mode == "process" else "0")
-    copies: list[tuple[str, bool]] = []
-    real_pmu, real_info = pmu_db.copy_pmu, unified_db.copy_info
-    monkeypatch.setattr(pmu_db, "copy_pmu", lambda *a: copies.append(("pmu", real_pmu(*a))))
-    monkeypatch.setattr(unified_db, "copy_info", lambda *a: copies.append(("info", real_info(*a))))
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "0")
+    monkeypatch.setattr(pmu_db, "BUILD_CHUNK", 16)
+    calls = iter(range(10**9 if rounds is None else 2 + rounds))  # between's check, build's, one after each round
+    monkeypatch.setattr(db_thread.DbFeed, "idle", lambda self: next(calls, None) is not None)
+    seen: list[tuple[str, Any]] = []
+    real_unfold, real_info = pmu_db.unfold_pmu, unified_db.copy_info
+    monkeypatch.setattr(pmu_db, "unfold_pmu", lambda con, st, *a: seen.append(
+        ("pmu", (st.done == st.n, st.done > 0, real_unfold(con, st, *a)))))
+    monkeypatch.setattr(unified_db, "copy_info", lambda *a: seen.append(("info", real_info(*a))))
     hit = _copy(two_devices, tmp_path / "hit")
     export(hit, ExportOptions())
-    if mode == "thread":  # (a forked process's calls are not seen here)
-        assert copies == [("info", True), ("pmu", True)]
+    assert seen == [("info", True), ("pmu", (rounds is None, True, True))]
     real_copy = StringIds.copy
 
     def off(self: StringIds) -> StringIds:  # every id predicted one too high
@@ -121,11 +127,15 @@ def test_rows_built_before_their_turn(two_devices: Path, tmp_path: Path, mode: s
         return other
 
     monkeypatch.setattr(StringIds, "copy", off)
+    calls = iter(range(10**9 if rounds is None else 2 + rounds))
     miss = _copy(two_devices, tmp_path / "miss")
     export(miss, ExportOptions())
-    if mode == "thread":
-        assert copies[2:] == [("info", False), ("pmu", False)]
-    assert _outputs(hit) == _outputs(miss)
+    assert seen[2:] == [("info", False), ("pmu", (rounds is None, True, False))]
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    after = _copy(two_devices, tmp_path / "after")
+    export(after, ExportOptions())
+    assert seen[4:] == [("pmu", (False, False, True))]  # nothing built
+    assert _outputs(hit) == _outputs(miss) == _outputs(after)
 
 
 @pytest.mark.parametrize("mode", ["process", "thread", "after"])
