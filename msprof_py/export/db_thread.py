@@ -19,7 +19,8 @@ sequential export).  When the main thread stops (an error, Ctrl-C) it interrupts
 (:meth:`DbThread.stop`: the running SQLite statement is interrupted, the DB's temporary file
 removed) and waits for it.
 
-Past 2 cores: the DB uses one core (SQLite writes the file from one connection), the text writers
+Past 2 cores: the DB uses one core (SQLite writes the file from one connection; the last
+device's TASK_PMU_INFO rows are made beside it on a thread of their own, ``unified_db_side``), the text writers
 the rest (the row renderer's threads; ``MSPROF_PY_WORKERS`` processes for several devices).  A
 forked process per device instead of this thread: :mod:`msprof_py.export.db_process`
 (``MSPROF_PY_DB_PROCESS=1``), measured against it there.

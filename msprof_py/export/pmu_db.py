@@ -207,14 +207,11 @@ def unfold_pmu(con: sqlite3.Connection, staged: Staged, string_id: Any, created:
     had to be mapped."""
     final = [string_id(M.db_name(n)) for n in staged.names]
     create_table(con, "TASK_PMU_INFO", created)
-    as_they_are = staged.built is None or final == staged.ids
+    as_they_are = True
     try:
-        if staged.built is not None and as_they_are:
-            con.execute(f"INSERT INTO TASK_PMU_INFO SELECT * FROM {staged.built}")
-        elif staged.built is not None:
+        if staged.built is not None:
             assert staged.ids is not None
-            pick = "CASE name " + " ".join(f"WHEN {a} THEN {b}" for a, b in zip(staged.ids, final)) + " END"
-            con.execute(f"INSERT INTO TASK_PMU_INFO SELECT globalTaskId, {pick}, value FROM {staged.built}")
+            as_they_are = copy_built(con, staged.built, staged.ids, final)
         if staged.done < staged.n:
             _names(con, final)
             _unfold(con, staged.table, len(staged.names), rows=(staged.done, staged.n) if staged.done else None)
@@ -224,6 +221,19 @@ def unfold_pmu(con: sqlite3.Connection, staged: Staged, string_id: Any, created:
         con.execute(f"DROP TABLE IF EXISTS {staged.table}")
         con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
     return as_they_are
+
+
+def copy_built(con: sqlite3.Connection, table: str, ids: list[int], final: list[int]) -> bool:
+    """Append the rows :func:`build_pmu` built in ``table`` (name ids ``ids``) to TASK_PMU_INFO:
+    as they are when ``ids`` are the ``final`` ids (``INSERT INTO ... SELECT *``: SQLite's
+    transfer optimisation, the same records with the next rowids, so the same file; returns
+    True), else each id mapped to its final one (a CASE per row)."""
+    if final == ids:
+        con.execute(f"INSERT INTO TASK_PMU_INFO SELECT * FROM {table}")
+        return True
+    pick = "CASE name " + " ".join(f"WHEN {a} THEN {b}" for a, b in zip(ids, final)) + " END"
+    con.execute(f"INSERT INTO TASK_PMU_INFO SELECT globalTaskId, {pick}, value FROM {table}")
+    return False
 
 
 def _bound(col: np.ndarray) -> list[Any] | str:

@@ -15,7 +15,8 @@ This module is the insert flow (which table when, device after device); the tabl
 from ``unified_db_tasks`` (TASK, COMPUTE_TASK_INFO, MEMCPY_INFO), ``pmu_db`` (TASK_PMU_INFO,
 AICORE_FREQ), ``unified_db_host`` (CANN_API, COMMUNICATION_OP, the session tables) and
 ``unified_db_enums`` (fixed rows); ``unified_db_insert`` holds the column lists,
-``unified_db_strings`` the STRING_IDS interning.
+``unified_db_strings`` the STRING_IDS interning; ``unified_db_side`` makes the last device's
+TASK_PMU_INFO rows on a thread of their own when the DB is written on a thread.
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import device_ids
 from msprof_py.export.unified_db_enums import ENUM_TABLES, META_DATA
 from msprof_py.export.unified_db_host import api_rows, communication_rows, session_tables
-from msprof_py.export.unified_db_insert import insert_rows
+from msprof_py.export.unified_db_insert import create_table, insert_rows
+from msprof_py.export.unified_db_side import Side
 from msprof_py.export.unified_db_strings import StringIds
 from msprof_py.export.unified_db_tasks import (build_info, copy_info, db_tasks, info_columns, info_ids, info_rows,
                                                 insert_info, memcpy_ids, memcpy_rows, task_rows)
@@ -59,19 +61,29 @@ def write_db(session: Session, path: Path, parts: Parts | None = None, count: in
     connection when the export stops)."""
     with temp_path(path) as tmp:
         con = connect(tmp)
+        # the last device's TASK_PMU_INFO rows on a thread of their own (unified_db_side): on the DB thread,
+        # when there are devices before it
+        side = Side(path.parent, lambda: feed.cancelled) if feed is not None and parts is not None and count > 1 \
+            else None
         try:
             if feed is not None:
                 feed.attach(con)
-            _fill(con, session, parts, count, feed)
+            if side is not None:
+                side.attach(con)
+            _fill(con, session, parts, count, feed, side)
             con.commit()
         except sqlite3.OperationalError as err:
             if is_full(err):
                 raise OSError(errno.ENOSPC, "No space left on device", str(tmp)) from None  # temp_path words it
             raise
         finally:
+            if side is not None:
+                side.stop()
             if feed is not None:
                 feed.detach()
             con.close()
+            if side is not None:
+                side.remove()
     return path
 
 
@@ -95,11 +107,12 @@ ALWAYS_INTERNED = ("release", "allocate")
 
 
 def _fill(con: sqlite3.Connection, session: Session, parts: Parts | None = None, count: int = 1,
-          feed: Any = None) -> None:
+          feed: Any = None, side: Side | None = None) -> None:
     """Every table, in msprof's order (:class:`Fill`), from ``session`` alone or the host tables
     of ``session`` and ``count`` device sessions of ``parts`` (``feed``: theirs, let go of as
-    soon as :meth:`Fill.add` is done with a device, before :meth:`Fill.between`)."""
-    fill = Fill(session, count, whole=parts is None)
+    soon as :meth:`Fill.add` is done with a device, before :meth:`Fill.between`; ``side``: makes
+    the last device's TASK_PMU_INFO rows)."""
+    fill = Fill(session, count, whole=parts is None, side=side)
     for s in [session] if parts is None else parts():
         fill.add(con, s)
         del s
@@ -137,8 +150,12 @@ class Fill:
     session itself serves the later tables.  Between two devices the state (everything but
     ``host`` and the last device) pickles: the next device's process goes on from it."""
 
-    def __init__(self, host: Session, count: int, stage: str = "temp", whole: bool = False) -> None:
+    def __init__(self, host: Session, count: int, stage: str = "temp", whole: bool = False,
+                 side: Side | None = None) -> None:
         self.host, self.count, self.stage, self.whole = host, count, stage, whole  # whole: host is the session
+        self.side = side
+        self.side_ids: tuple[list[str], list[int]] | None = None  # the metrics side makes, their ids
+        self.last_cols: list[Any] | None = None  # the last device's COMPUTE_TASK_INFO columns (with side)
         self.sid = StringIds()
         for s in ALWAYS_INTERNED:
             self.sid.one(s)
@@ -151,7 +168,7 @@ class Fill:
         self.i = 0  # devices added
 
     def __getstate__(self) -> dict[str, Any]:
-        assert self.last is None  # only between devices
+        assert self.last is None and self.side is None  # only between devices, in one process
         return {k: v for k, v in self.__dict__.items() if k != "host"}
 
     def add(self, con: sqlite3.Connection, s: Session) -> None:
@@ -172,6 +189,8 @@ class Fill:
             del rows  # views of the device's pmu table: they would keep all of it
         else:
             self.last = (s, t, self.offset)
+            if self.side is not None and len(t):
+                self._start_side(session, s, t)
         self.offset += len(t)
         self.i += 1
         del s, t  # before the next device is read
@@ -189,17 +208,41 @@ class Fill:
         held, k = self.held[-1], len(self.held) - 1
         if not idle():
             return
-        sid = self.sid.copy()
-        for h in self.held[:-1]:
-            if h.cols is not None:
-                info_ids(h.cols, sid)
         if held.cols is not None:
+            sid = self.sid.copy()
+            for h in self.held[:-1]:
+                if h.cols is not None:
+                    info_ids(h.cols, sid)
             held.info = build_info(con, held.cols, sid, f"{self.stage}.msprof_py_info_{k}")
         if held.pmu is not None:
-            for h in self.held[:-1]:
-                for n in h.pmu.names if h.pmu is not None else []:
-                    sid.one(pmu_metrics.db_name(n))
-            pmu_db.build_pmu(con, held.pmu, [sid.one(pmu_metrics.db_name(n)) for n in held.pmu.names], idle)
+            ids = self._predict([h.cols for h in self.held], [h.pmu for h in self.held[:-1]], held.pmu.names)
+            pmu_db.build_pmu(con, held.pmu, ids, idle)
+
+    def _start_side(self, session: Session, s: Session, t: pd.DataFrame) -> None:
+        """The last device's TASK_PMU_INFO rows made by ``self.side`` from now on, with their
+        final name ids (every string before them is known once the last device is read: its
+        COMPUTE_TASK_INFO columns are made now, not at the table's turn)."""
+        assert self.side is not None
+        self.last_cols = info_columns(session, t, self.offset)
+        rows = pmu_db.pmu_rows(s, t, np.arange(self.offset, self.offset + len(t), dtype=np.int64))
+        if rows is not None:
+            ids = self._predict([h.cols for h in self.held] + [self.last_cols], [h.pmu for h in self.held], rows[0])
+            self.side.start(rows, ids)
+            self.side_ids = (rows[0], ids)
+
+    def _predict(self, cols: list[Any], before: list[pmu_db.Staged | None], names: list[str]) -> list[int]:
+        """The ids :meth:`end` gives the metric ``names`` of a device if no device after it
+        interns a new string: a copy of the string ids given the COMPUTE_TASK_INFO strings of
+        ``cols`` (the devices' up to it, in order), then the metric names of the devices
+        ``before`` it."""
+        sid = self.sid.copy()
+        for c in cols:
+            if c is not None:
+                info_ids(c, sid)
+        for p in before:
+            for n in p.names if p is not None else []:
+                sid.one(pmu_metrics.db_name(n))
+        return [sid.one(pmu_metrics.db_name(n)) for n in names]
 
     def end(self, con: sqlite3.Connection) -> None:
         """The tables after the devices' (every device added)."""
@@ -210,14 +253,23 @@ class Fill:
             else:
                 insert_info(con, h.cols, sid, created)
             h.cols = h.info = None  # its columns freed as soon as they are in
-        if self.last is not None and len(self.last[1]):
+        if self.last is not None and len(self.last[1]) and self.side is not None:
+            insert_info(con, self.last_cols, sid, created)
+            self.last_cols = None
+        elif self.last is not None and len(self.last[1]):
             info_rows(con, session, self.last[1], sid, self.last[2], created)
         memcpy_rows(con, session, self.memcpy_gids, self.offset)
         # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_db)
         for h in held:
             if h.pmu is not None:
                 pmu_db.unfold_pmu(con, h.pmu, sid.one, created)
-        if self.last is not None:
+        if self.side_ids is not None:
+            assert self.side is not None
+            table = self.side.rows()
+            names, ids = self.side_ids
+            create_table(con, "TASK_PMU_INFO", created)
+            pmu_db.copy_built(con, table, ids, [sid.one(pmu_metrics.db_name(n)) for n in names])
+        elif self.last is not None:
             s, t, first = self.last
             pmu_db.db_tables(con, s, t if len(t) else None, np.arange(first, first + len(t), dtype=np.int64),
                                  sid.one, freq=False, created=created)

@@ -212,15 +212,18 @@ class ProfSource:
     def build(self, device_id: int, background: bool = False) -> tuple[Session, DevicePart]:
         """Device ``device_id``'s session, decoded (and cached) or read from the cache, with
         the warnings its decode gave (for :meth:`add`, in device order).  ``background``: the
-        part is cached on a thread once :meth:`store` is called (:class:`PartWriter`; waited for
-        by the next build and by :meth:`finish`)."""
+        part (without PMU rows) is cached on a thread once :meth:`store` is called
+        (:class:`PartWriter`; waited for by the next build and by :meth:`finish`)."""
         log = WarningLog()
         part = cache.load(self.prof, self.key, part_name(device_id)) if self.cached else None
         if part is not None:
             return self.session(part), DevicePart(device_id, self.meta.get(device_id) or part_meta(part, []), log)
         part, readers = build.build_device(self._stage(), device_id, log)
         if self.writer is not None:
-            self.writer.device(device_id, part, readers, background)
+            # not with PMU rows: such a part is large (B': ~2.6x A's), the next device's decode
+            # peaks early (its PMU records), and the export of such a dir waits for its DB thread,
+            # not for the main thread, so the store is not worth holding the part longer
+            self.writer.device(device_id, part, readers, background and not len(part["pmu"]))
             meta = self.writer.meta[device_id]
         else:
             meta = part_meta(part, readers)

@@ -46,7 +46,7 @@ def _leftovers(root: Path) -> list[str]:
 
 
 def _db_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "msprof-py-db"]
+    return [t for t in threading.enumerate() if t.name in ("msprof-py-db", "msprof-py-db-side")]
 
 
 def _children() -> set[int]:
@@ -202,6 +202,60 @@ def test_interrupted_export_stops_the_db(two_devices: Path, tmp_path: Path, mode
     assert r.exit_code == 130, r.output
     assert _leftovers(prof) == [] and not list(prof.glob("*.db"))
     assert not _db_threads() and not _children() - before
+
+
+def _side_thread() -> bool:
+    return threading.current_thread().name == "msprof-py-db-side"
+
+
+@pytest.mark.parametrize("failure", ["full", "interrupted"])
+def test_the_last_devices_pmu_rows_on_their_thread(two_devices: Path, tmp_path: Path, failure: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last device's TASK_PMU_INFO rows are made on a thread of their own (unified_db_side):
+    the same DB as without it (test_db_beside_equals_the_db_after_the_text); a full disk there is
+    the DB's one-line error; Ctrl-C while it runs stops it; no scratch file is left."""
+    from msprof_py.export import pmu_db, unified_db_side
+
+    started: list[int] = []
+    real_start = unified_db_side.Side.start
+    monkeypatch.setattr(unified_db_side.Side, "start", lambda self, rows, ids: (started.append(len(ids)),
+                                                                               real_start(self, rows, ids)))
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "0")
+    ok = _copy(two_devices, tmp_path / "ok")
+    export(ok, ExportOptions())
+    assert len(started) == 1 and started[0] > 0 and _leftovers(ok) == []
+
+    real_build = pmu_db.build_pmu
+    running = threading.Event()
+
+    def build(con, staged, ids, more):  # type: ignore[no-untyped-def]
+        if not _side_thread():
+            return real_build(con, staged, ids, more)
+        if failure == "full":
+            raise sqlite3.OperationalError("database or disk is full")
+        running.set()  # a statement that runs until interrupted
+        con.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c")
+
+    monkeypatch.setattr(pmu_db, "build_pmu", build)
+    if failure == "interrupted":  # Ctrl-C when the main thread waits for the DB, the side thread running
+
+        def result(self):  # type: ignore[no-untyped-def]
+            assert running.wait(30)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(db_thread.DbThread, "result", result)
+    prof = _copy(two_devices, tmp_path / "bad")
+    t0 = time.monotonic()
+    res = CliRunner().invoke(cli, ["export", "--output", str(prof)])
+    if failure == "full":
+        errors = [ln for ln in res.output.splitlines() if ln.startswith("msprof-py: error:")]
+        assert res.exit_code != 0 and len(errors) == 1, res.output
+        assert "no space left on device" in errors[0] and ".db" in errors[0]
+    else:
+        assert res.exit_code == 130, res.output
+        assert time.monotonic() - t0 < 30
+    assert _leftovers(prof) == [] and not list(prof.glob("*.db"))
+    assert not _db_threads()
 
 
 def test_stop_interrupts_a_running_statement_and_a_waiting_feed(tmp_path: Path) -> None:

@@ -141,11 +141,12 @@ def test_dead_worker_does_not_hang_when_the_parent_catches_sigterm() -> None:
     assert out.stdout.startswith("died: an export worker process died"), out.stdout
 
 
+@pytest.mark.parametrize("pmu", [False, True])
 def test_device_parts_are_cached_on_a_thread_before_the_index(two_devices: Path, tmp_path: Path,
-                                                              monkeypatch) -> None:
-    """One process: a device's cache part is pickled on a thread while the next device decodes
-    (the last one's in line), every part is written before the index, and the cache serves the
-    next export."""
+                                                              monkeypatch, pmu: bool) -> None:
+    """One process: a device's cache part without PMU rows is pickled on a thread while the next
+    device decodes (the last one's in line; one with PMU rows in line too), every part is written
+    before the index, and the cache serves the next export."""
     import threading
 
     from msprof_py.parse import cache
@@ -160,8 +161,11 @@ def test_device_parts_are_cached_on_a_thread_before_the_index(two_devices: Path,
     monkeypatch.setattr(cache, "store", logged)
     prof = tmp_path / two_devices.name
     shutil.copytree(two_devices, prof)
+    if not pmu:
+        for f in prof.glob("device_*/data/ffts_profile.data.*"):
+            f.unlink()
     export(prof, ExportOptions())
-    assert log == [("device_0", False), ("device_1", True), ("host", True)]
+    assert log == [("device_0", pmu), ("device_1", True), ("host", True)]
     assert (cache.cache_dir(prof) / "device_1.pkl").is_file()
     monkeypatch.setattr(cache, "store", store)
     from msprof_py.parse import build
@@ -185,6 +189,8 @@ def test_cache_thread_errors_reach_the_export(two_devices: Path, tmp_path: Path,
     monkeypatch.setattr(cache, "atomic_open", full)
     prof = tmp_path / "full" / two_devices.name
     shutil.copytree(two_devices, prof)
+    for f in prof.glob("device_*/data/ffts_profile.data.*"):
+        f.unlink()  # (a part with PMU rows is cached in line)
     res = export(prof, ExportOptions())
     assert [w for w in res.warnings if "cannot write the parse cache" in w] == [
         f"{prof}: cannot write the parse cache (No space left on device); parsing again next time"]
@@ -197,5 +203,7 @@ def test_cache_thread_errors_reach_the_export(two_devices: Path, tmp_path: Path,
     monkeypatch.setattr(cache.pickle, "dump", broken)
     prof = tmp_path / "broken" / two_devices.name
     shutil.copytree(two_devices, prof)
+    for f in prof.glob("device_*/data/ffts_profile.data.*"):
+        f.unlink()
     with pytest.raises(RuntimeError, match="pickling failed"):
         export(prof, ExportOptions())
