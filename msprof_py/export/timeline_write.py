@@ -10,7 +10,6 @@ from typing import IO, Any
 from msprof_py.atomic import atomic_writer
 from msprof_py.export.base import ExportContext
 from msprof_py.export.timeline_model import SEPARATOR, FileRange, Timeline
-from msprof_py.memory import trim
 
 PERFETTO_LIMIT_BYTES = 1 << 30
 HEAD = b"[\n"
@@ -56,7 +55,6 @@ def check_timeline(tl: Timeline, path: Path, ctx: ExportContext) -> tuple[tuple[
 
 def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> Path:
     checked = check_timeline(tl, path, ctx)
-    trim()  # the check's sort keys back to the system before rendering
     size = 0
     layers: list[tuple[Any, int, int]] = []
     with atomic_writer(path) as w:
