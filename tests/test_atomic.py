@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from msprof_py import atomic
+from msprof_py import atomic, chunk_writer
 from msprof_py.errors import InvalidPathError
 
 
@@ -74,7 +74,7 @@ def test_permissions_follow_the_umask(tmp_path: Path, umask: int) -> None:
 class _SlowFile(io.BytesIO):
     """Records the largest backlog its writer had while it was slow to write."""
 
-    writer: "atomic.ChunkWriter | None" = None
+    writer: "chunk_writer.ChunkWriter | None" = None
     most = 0
 
     def write(self, b):  # type: ignore[override]
@@ -86,7 +86,7 @@ class _SlowFile(io.BytesIO):
 
 def test_writer_thread_keeps_the_order_and_a_bounded_backlog() -> None:
     fp = _SlowFile()
-    w = atomic.ChunkWriter(fp, limit=100)
+    w = chunk_writer.ChunkWriter(fp, limit=100)
     fp.writer = w
     expected = b""
     for k in range(60):
@@ -142,7 +142,7 @@ def test_an_abort_while_a_chunk_is_written_ends_the_thread_cleanly() -> None:
     old = threading.excepthook
     threading.excepthook = lambda a: errors.append(a.exc_value)
     try:
-        w = atomic.ChunkWriter(Slow())
+        w = chunk_writer.ChunkWriter(Slow())
         w.write(b"x" * 10)
         time.sleep(0.01)  # the thread is inside write()
         w.abort()
