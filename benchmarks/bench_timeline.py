@@ -33,6 +33,16 @@ from msprof_py.memory import trim  # noqa: E402
 from msprof_py.parse.session import load  # noqa: E402
 
 
+def print_md5s(paths: list[Path]) -> None:
+    """One line per file, by name: md5, name, size (for before / after comparisons)."""
+    for p in sorted(paths):
+        h = hashlib.md5()
+        with open(p, "rb") as fp:
+            while block := fp.read(1 << 22):
+                h.update(block)
+        print(f"{h.hexdigest()}  {p.name}  {p.stat().st_size}")
+
+
 def _status(key: str) -> float:
     """A VmRSS / VmHWM figure of this process in MB."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -89,12 +99,7 @@ def main() -> None:
         print("note:", m)
     for m in ctx.warnings:
         print("warning:", m)
-    for p in sorted(written):
-        h = hashlib.md5()
-        with open(p, "rb") as fp:
-            while block := fp.read(1 << 22):
-                h.update(block)
-        print(f"{h.hexdigest()}  {p.name}  {p.stat().st_size}")
+    print_md5s(written)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import hashlib
 import os
 import shutil
 import sys
@@ -37,12 +36,8 @@ from msprof_py.export.views import cpp_export  # noqa: E402
 from msprof_py.memory import release_freed_memory, trim  # noqa: E402
 from msprof_py.parse.source import ProfSource  # noqa: E402
 
-
-def _status(key: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_timeline import _status, print_md5s  # noqa: E402  (VmRSS / VmHWM in MB; md5 lines)
 
 
 def _traced(run, main_id: int) -> tuple[object, float, str]:
@@ -123,12 +118,7 @@ def main() -> None:
             w, c = time.perf_counter() - w0, time.process_time() - c0
             print(f"| {ex.name} | {w:.2f} | {c:.2f} | {_status('VmHWM') - r0:.0f} |{extra}", flush=True)
             written += paths
-        for p in sorted(written):
-            h = hashlib.md5()
-            with open(p, "rb") as fp:
-                while block := fp.read(1 << 22):
-                    h.update(block)
-            print(f"{h.hexdigest()}  {p.name}  {p.stat().st_size}")
+        print_md5s(written)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
