@@ -45,7 +45,7 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     and the DB (device after device).  Files, log and warnings are those of :func:`_export_prof`
     (jobs keep their order in the log).  Returns the source (its host tables; its devices read
     again one at a time, e.g. by the advice: from the cache, decoded again after ``--clear``)."""
-    source = ProfSource(prof)
+    source = ProfSource(prof, ahead=workers_for(2, options.workers) == 1)  # (one process: decode ahead)
     with_facts = cpp_export(source.host)
     # 1. every device decoded and cached (or found in the cache), one at a time per process
     todo = [d for d in source.devices if not source.cached or "facts" not in source.meta[d]]

@@ -63,13 +63,7 @@ def pmu_signature(p: pd.DataFrame) -> tuple[Any, ...] | None:
 
 def replay(into: WarningLog, log: WarningLog) -> None:
     """Add ``log``'s messages to ``into`` as if they had been given to it (tallies add up)."""
-    tallied = {index: (problem, total, first) for problem, (index, total, first) in log._tallies.items()}
-    for i, m in enumerate(log.messages):
-        if i in tallied:
-            problem, total, first = tallied[i]
-            into.tally(problem, total, first)
-        else:
-            into.warn(m)
+    into.replay(log)
 
 
 def cached_tables(prof: Path, key: str) -> dict[str, Any] | None:
@@ -214,9 +208,10 @@ class DevicePart:
 class ProfSource:
     """The host tables of ``prof`` (:attr:`host`, a session without device rows) and each
     device's session on demand (:meth:`build` in device order, then :meth:`finish`; afterwards
-    :meth:`device` reads a device again, e.g. for the DB)."""
+    :meth:`device` reads a device again, e.g. for the DB).  ``ahead``: see
+    :func:`msprof_py.parse.build.build_host` (for a dir whose devices are built in this process)."""
 
-    def __init__(self, prof: Path, use_cache: bool = True) -> None:
+    def __init__(self, prof: Path, use_cache: bool = True, ahead: bool = False) -> None:
         self.prof = prof
         self.use_cache = use_cache
         self.key = cache.fingerprint(prof)
@@ -230,7 +225,8 @@ class ProfSource:
             self.meta: dict[int, dict[str, Any]] = dict(index["meta"])
             self.warnings = WarningLog(list(index["warnings"]))
         else:
-            self.stage = build.build_host(prof, self.warnings)
+            # ahead: each device's raw decode on a thread ahead of its turn (built in this process)
+            self.stage = build.build_host(prof, self.warnings, ahead)
             host, self.devices, self.meta = self.stage.tables, list(self.stage.units), {}
         self.writer = PartWriter(prof, self.key) if use_cache and not self.cached else None
         dev_ids = set(pd.to_numeric(host["devices"]["device_id"]).astype("int64").tolist()) \
@@ -303,6 +299,7 @@ class ProfSource:
         if self.cached:
             return
         assert self.stage is not None
+        self.stage.ahead = None  # a device decoded again (the cache failed) is decoded in line
         readers = [r for d in self.devices for r in self.meta[d]["readers"]]
         build.finish(self.stage, readers, any(self.meta[d]["has_data"] for d in self.devices), self.warnings)
         if self.writer is not None:
