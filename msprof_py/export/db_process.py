@@ -44,21 +44,26 @@ row renderer's threads, ``MSPROF_PY_WORKERS`` processes for several devices).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import shutil
 import signal
 import sqlite3
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from msprof_py.atomic import disk_full, scratch_dir
 from msprof_py.errors import MsprofError
 from msprof_py.export.db_thread import db_view
 from msprof_py.export.parallel import WorkerDiedError, raise_error
 from msprof_py.export.unified_db import Fill, connect, is_full
-from msprof_py.memory import trim
+from msprof_py.export.unified_db_tasks import UNREAD_TASK_COLUMNS
+from msprof_py.memory import trim, trim_at_once
 from msprof_py.parse.session import Session
 
 DB_PROCESS_ENV = "MSPROF_PY_DB_PROCESS"  # "1": the DB by these processes; else on a thread (the default)
@@ -104,17 +109,23 @@ class DbProcesses:
         trim()  # free heap pages handed back first: the two processes would each keep a copy of one the other reuses
         status_r, status_w = os.pipe()
         chain_r, chain_w = os.pipe()
-        pid = os.fork()
+        # Ctrl-C (SIGINT to the whole process group) held back across the fork: in the new process
+        # before it ignores SIGINT, a KeyboardInterrupt would return into the export's own code there
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if _MASK else None
+        try:
+            pid = os.fork()
+        except BaseException:
+            _unmask(mask)
+            raise
         if pid == 0:  # the DB process: never returns
-            os.close(status_r)
-            os.close(chain_r)
-            self._child(d, session, status_w)
+            self._child(d, session, status_w, (status_r, chain_r), mask)
         os.close(status_w)
         os.close(chain_w)  # the process holds the only write end: its exit is the next one's start
         if self.prev is not None:
             os.close(self.prev)
         self.prev = chain_r
         self.procs.append(_Proc(pid, status_r))
+        _unmask(mask)  # a Ctrl-C meanwhile: raised here, the process known to stop()
 
     def result(self) -> list[Path]:
         """Wait for every process; the DB renamed into place, or the first process's error."""
@@ -174,13 +185,18 @@ class DbProcesses:
             return None
 
     # -- a DB process
-    def _child(self, d: int, session: Session, status_w: int) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the export stops us (stop)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        trim()
-        status: tuple[Any, ...]
+    def _child(self, d: int, session: Session, status_w: int, other: tuple[int, int], mask: Any) -> None:
+        status: tuple[Any, ...] = ("skip",)
         try:
-            status = self._add(d, session)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the export stops us (stop)
+            _unmask(mask)  # (a SIGINT held back since the fork is dropped: ignored)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            for fd in other:
+                os.close(fd)
+            _own_stdio()
+            view = self._own(session)
+            del session
+            status = self._add(d, view)
         except MsprofError as err:
             status = ("error", "msprof", (type(err), str(err), err.exit_code))
         except BaseException as err:  # noqa: BLE001  (handed to the export's process)
@@ -193,6 +209,21 @@ class DbProcesses:
             os.write(status_w, blob)
         finally:
             os._exit(0)
+
+    def _own(self, session: Session) -> Session:
+        """The DB's view of the device ``session`` (:func:`db_view` without the task columns no DB
+        table reads, ``UNREAD_TASK_COLUMNS``), and nothing else of it.  This process never returns
+        to the export's code, so the session its frames hold is emptied: what the DB does not read
+        is freed and trimmed here at once (no longer counted in this process; freed for good when
+        the export frees its own), and from now on this process hands freed heap back at once."""
+        trim_at_once()
+        view = db_view(session, self.cats)
+        view.tasks = view.tasks.drop(columns=[c for c in UNREAD_TASK_COLUMNS if c in view.tasks.columns])
+        for f in dataclasses.fields(session):
+            if isinstance(getattr(session, f.name), pd.DataFrame):
+                setattr(session, f.name, None)
+        trim()
+        return view
 
     def _add(self, d: int, session: Session) -> tuple[Any, ...]:
         if d > 0:
@@ -215,8 +246,9 @@ class DbProcesses:
                 fill.host = self.host
                 if open_tx:  # one connection would still be in the transaction the last process began
                     con.execute("BEGIN")
-            fill.add(con, db_view(session, self.cats))
+            fill.add(con, session)
             del session
+            trim()  # the device's temporaries (the last device's too: Fill.add trims the others')
             if d == self.count - 1:
                 fill.end(con)
             ends_open = con.in_transaction
@@ -240,6 +272,24 @@ class DbProcesses:
 
     def _state(self, d: int) -> Path:
         return self.dir / f"state_{d}"
+
+
+_MASK = hasattr(signal, "pthread_sigmask")
+
+
+def _unmask(mask: Any) -> None:
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _own_stdio() -> None:
+    """stdout / stderr of this process's own (the same fds): the export's objects' locks may be
+    held by a thread that does not exist here (a warning printed here would wait for ever)."""
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        try:
+            setattr(sys, name, open(fd, "w", closefd=False, errors="backslashreplace"))
+        except OSError:
+            setattr(sys, name, open(os.devnull, "w"))
 
 
 # The SQLite header's file change counter (offset 24) and version-valid-for number (offset 92):
