@@ -2,7 +2,8 @@
 reaches a new process before it ignores SIGINT stays out of it (it would otherwise return into
 the export's own code there); a process keeps only what the DB reads of its device and writes
 the same DB; each forks with no other thread of the export running (what a thread holds at the
-fork stays held for ever in the new process: the module doc's list)."""
+fork stays held for ever in the new process: the module doc's list); they are the default on
+Linux up to a collection size, the thread past it, and either when forced."""
 from __future__ import annotations
 
 import os
@@ -98,3 +99,25 @@ def test_db_processes_fork_with_no_other_thread_running(two_devices: Path, tmp_p
     monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
     export(_copy(two_devices, tmp_path), ExportOptions())
     assert alive == [[], []], alive
+
+
+def test_processes_are_the_default_up_to_the_size_limit(two_devices: Path,  # noqa: F811
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MSPROF_PY_DB_PROCESS", raising=False)
+    monkeypatch.setattr(db_process.sys, "platform", "linux")
+    raw = [sum(p.stat().st_size for p in (two_devices / d / "data").iterdir())
+           for d in ("host", "device_0", "device_1")]
+    size = raw[0] + max(raw[1:])
+    monkeypatch.setattr(db_process, "PROCESS_RAW_LIMIT", size)
+    assert db_process.use_processes(two_devices, [0, 1])
+    assert db_process.use_processes(two_devices / "no such dir", [0])  # nothing to read: 0 bytes
+    monkeypatch.setattr(db_process, "PROCESS_RAW_LIMIT", size - 1)
+    assert not db_process.use_processes(two_devices, [0, 1])  # one byte more: the thread
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    assert db_process.use_processes(two_devices, [0, 1])  # forced
+    monkeypatch.setattr(db_process, "PROCESS_RAW_LIMIT", size)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "0")
+    assert not db_process.use_processes(two_devices, [0, 1])
+    monkeypatch.delenv("MSPROF_PY_DB_PROCESS")
+    monkeypatch.setattr(db_process.sys, "platform", "darwin")
+    assert not db_process.use_processes(two_devices, [0, 1])  # measured on Linux only
