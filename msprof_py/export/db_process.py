@@ -74,6 +74,7 @@ import shutil
 import signal
 import sqlite3
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,7 +159,9 @@ class DbProcesses:
         # before it ignores SIGINT, a KeyboardInterrupt would return into the export's own code there
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if _MASK else None
         try:
-            pid = os.fork()
+            with warnings.catch_warnings():  # Python >= 3.12 warns of any thread (a caller's) at a fork
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
         except BaseException:
             _unmask(mask)
             raise
