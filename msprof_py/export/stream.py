@@ -67,7 +67,7 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     db = [i for i, (ex, dev) in enumerate(jobs) if dev is None and ex.kind == "db"]
     tasks += [None] if db else []
     workers = workers_for(len(tasks), options.workers)
-    if workers > 1 or can_fork():
+    if workers > 1 or use_processes(prof, source.devices):
         source.settle()  # no store thread across a fork
     state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1,
                    per_device=per_device if workers == 1 else None)
