@@ -98,6 +98,17 @@ class WarningLog:
         for m in other.messages:
             self.warn(m)
 
+    def replay(self, log: "WarningLog") -> None:
+        """Add ``log``'s messages as if they had been given here (tallies add up): the log of
+        work done elsewhere (a worker process, a thread) at the point it would have run."""
+        tallied = {index: (problem, total, first) for problem, (index, total, first) in log._tallies.items()}
+        for i, m in enumerate(log.messages):
+            if i in tallied:
+                problem, total, first = tallied[i]
+                self.tally(problem, total, first)
+            else:
+                self.warn(m)
+
     def __bool__(self) -> bool:
         return bool(self.messages)
 

@@ -45,7 +45,7 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     and the DB (device after device).  Files, log and warnings are those of :func:`_export_prof`
     (jobs keep their order in the log).  Returns the source (its host tables; its devices read
     again one at a time, e.g. by the advice: from the cache, decoded again after ``--clear``)."""
-    source = ProfSource(prof)
+    source = ProfSource(prof, ahead=workers_for(2, options.workers) == 1)  # (one process: decode ahead)
     with_facts = cpp_export(source.host)
     # 1. every device decoded and cached (or found in the cache), one at a time per process
     todo = [d for d in source.devices if not source.cached or "facts" not in source.meta[d]]
@@ -57,7 +57,8 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
             source.meta[info.device_id]["facts"] = info.meta["facts"]
         else:
             source.add(info)
-    source.finish()
+    # (the cache index, and a one-device dir's part, written on a thread: settled below)
+    source.finish(background=True)
     # 2. each device's files, then the host-side files, then the DB
     out_dir, log_lines, naming, ctx = prepare(prof, options, source.host, False, layers)
     jobs = jobs_for(source.host, options)
@@ -66,6 +67,8 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     db = [i for i, (ex, dev) in enumerate(jobs) if dev is None and ex.kind == "db"]
     tasks += [None] if db else []
     workers = workers_for(len(tasks), options.workers)
+    if workers > 1 or can_fork():
+        source.settle()  # no store thread across a fork
     state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1,
                    per_device=per_device if workers == 1 else None)
     if db and workers == 1 and os.environ.get(DB_THREAD_ENV, "1") != "0" and beside_ok(source, jobs, tasks):
@@ -84,11 +87,15 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
             if state.db is not None:
                 done[db[0]] = state.db_result()
                 bar.update(1)
+        except BaseException:
+            source.settle(quiet=True)
+            raise
         finally:
             if state.db is not None:
                 state.db.stop()
             if ctx.scratch is not None:
                 shutil.rmtree(ctx.scratch, ignore_errors=True)
+    source.settle()
     result.warnings.extend(source.warnings)
     finish(prof, options, out_dir, log_lines, jobs, [d for d in done if d is not None], source.warnings, ctx,
            result)

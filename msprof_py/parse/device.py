@@ -63,6 +63,10 @@ def load_device(rd: ResultDir, warnings: WarningLog, dicts: Dictionaries | None 
         warnings.warn(f"{rd.path / 'data'}: no device task or step-trace data")
     extra = kinds.extra_tables({raw_stars.FILE_TAG, raw_ts.FILE_TAG})
     pmu, freq = load_device_pmu(rd, extra, t, start, warnings, ticks)
+    # the decoded STARS logs, ts_track and PMU records are in ``tasks`` / ``steps`` / ``flips`` /
+    # ``pmu`` now: not kept through the join and the PMU table (A: ~70 MB a device)
+    kinds.drop(raw_stars.FILE_TAG, raw_ts.FILE_TAG, tables=("ffts_pmu",))
+    extra.pop("ffts_pmu", None)
     return DeviceData(dev, tasks, steps, flips, kinds, extra, pmu, freq)
 
 

@@ -9,6 +9,7 @@ Output (``HostData``):
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,16 +53,24 @@ class HostData:
     tables: dict = field(default_factory=dict)  # decoded tables of kinds other features registered
 
 
-def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None, python_path: bool = False) -> HostData:
+def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None, python_path: bool = False,
+              ready: Callable[[Dictionaries, int], None] | None = None) -> HostData:
     """Parse ``host/data`` of one PROF dir; ``ticks``: the host counter clock
     (:mod:`msprof_py.parse.clocks`; default: the host dir's own files); ``python_path``: msprof
     would export this capture with its Python analysis (clocks rule "python"), which names
-    AscendCL calls differently when type_info_dic has no AscendCL entry (see below)."""
+    AscendCL calls differently when type_info_dic has no AscendCL entry (see below); ``ready``:
+    called with the dictionaries and the expand_stream_spec status (what a device dir's decode
+    needs of the host) as soon as they are read, before the API calls and tasks."""
     ctx = DecodeContext(warnings=warnings)
     kinds = KindReader(HOST, rd.path / "data", ctx)
     kinds.load_text()
     plausible.check_companions(kinds, warnings)
     dicts = ctx.dicts
+    expand_log = WarningLog()  # its warnings given where they were before: after the other kinds'
+    if ready is not None:
+        ctx.warnings = expand_log
+        ready(dicts, expand_stream_spec.status(kinds.get(raw_expand.FILE_TAG)))
+        ctx.warnings = warnings
     ticks = ticks if ticks is not None else rd.host_ticks()
     pid = int(rd.info.get("pid", -1) or -1) if str(rd.info.get("pid", "")).lstrip("-").isdigit() else -1
 
@@ -72,8 +81,10 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None, p
     memcpy, fusion = _memcpy_fusion(kinds, ticks, host)
     graph = kinds.get(raw_graph.FILE_TAG)
     graph_ids = frame({k: graph[k] for k in ("model_name", "graph_id", "model_id")})
+    expand_status = expand_stream_spec.status(kinds.get(raw_expand.FILE_TAG))
+    warnings.replay(expand_log)
     return HostData(host.api, tasks, host_flips, comm_ops, hccl_infos, memcpy, fusion, graph_ids, dicts,
-                    expand_stream_spec.status(kinds.get(raw_expand.FILE_TAG)), kinds, kinds.extra_tables(CORE_KINDS))
+                    expand_status, kinds, kinds.extra_tables(CORE_KINDS))
 
 
 def _memcpy_fusion(kinds: KindReader, ticks: Ticks, host: HostApi) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -175,6 +175,14 @@ class KindReader:
             self._cache[tag] = kind.decode(self.parts(tag), self.ctx)
         return self._cache[tag]
 
+    def drop(self, *tags: str, tables: tuple[str, ...] = ()) -> None:
+        """Drop the decoded tables of ``tags`` and of the kinds named ``tables`` (used up: their
+        columns are in the caller's tables), before the whole reader is released."""
+        for tag in list(self._cache):
+            k = lookup(self.side, tag)
+            if tag in tags or (k is not None and k.table in tables):
+                del self._cache[tag]
+
     def release(self) -> None:
         """Drop the decoded tables (and with them the slices' memory maps); what was present
         stays known for :func:`report`.  Called once a dir's tables are built: a reader kept for

@@ -63,13 +63,7 @@ def pmu_signature(p: pd.DataFrame) -> tuple[Any, ...] | None:
 
 def replay(into: WarningLog, log: WarningLog) -> None:
     """Add ``log``'s messages to ``into`` as if they had been given to it (tallies add up)."""
-    tallied = {index: (problem, total, first) for problem, (index, total, first) in log._tallies.items()}
-    for i, m in enumerate(log.messages):
-        if i in tallied:
-            problem, total, first = tallied[i]
-            into.tally(problem, total, first)
-        else:
-            into.warn(m)
+    into.replay(log)
 
 
 def cached_tables(prof: Path, key: str) -> dict[str, Any] | None:
@@ -105,6 +99,7 @@ class PartWriter:
         self._pending: tuple[dict[str, pd.DataFrame], str] | None = None
         self._storing: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._warnings: WarningLog | None = None  # given to finish(background=True), completed by settle()
 
     def device(self, device_id: int, part: dict[str, pd.DataFrame], readers: list[Any] | None = None,
                background: bool = False) -> None:
@@ -145,15 +140,59 @@ class PartWriter:
             err, self._error = self._error, None
             raise err
 
-    def finish(self, host: dict[str, pd.DataFrame], warnings: WarningLog) -> None:
-        """Write the index with the complete ``warnings``; then add a failure to write to them."""
-        self.wait()
+    def finish(self, host: dict[str, pd.DataFrame], warnings: WarningLog, background: bool = False) -> None:
+        """Write the index with the complete ``warnings``; then add a failure to write to them.
+
+        ``background``: the part still pending (a one-device dir's, which the export reads
+        anyway) and the index are written on a thread while the caller goes on (the million:
+        device_0.pkl 393 MB and session.pkl 359 MB, ~1.2 s of the main thread before its first
+        file, with the GIL free for most of it); :meth:`settle` waits for them and adds a
+        failure to ``warnings``.  The thread pickles shallow copies of the tables (pandas'
+        copy-on-write: the caller may add or replace columns meanwhile)."""
+        for m in self.meta.values():
+            m["readers"] = []  # reported already; not needed from the cache
+        index = {"host": host, "devices": list(self.devices), "meta": self.meta, "warnings": list(warnings.messages)}
+        if not background:
+            self.wait()
+            self._index(index)
+            warnings.extend(self.failed)
+            return
+        self._warnings = warnings
+        if self._pending is not None:
+            part, name = self._pending
+            self._pending = ({k: _snapshot(v) for k, v in part.items()}, name)
+        index["host"] = {k: _snapshot(v) for k, v in host.items()}
+        self._storing = threading.Thread(target=self._finish, args=(self._pending, index), name="msprof-py-cache")
+        self._pending = None
+        self._storing.start()
+
+    def _finish(self, pending: tuple[dict[str, pd.DataFrame], str] | None, index: dict[str, Any]) -> None:
+        try:
+            if pending is not None:
+                cache.store(self.prof, self.key, pending[0], self.failed, part=pending[1])
+            self._index(index)
+        except BaseException as err:  # noqa: BLE001  (raised by settle(), on the caller's thread)
+            self._error = err
+
+    def _index(self, index: dict[str, Any]) -> None:
         if not self.failed:
-            for m in self.meta.values():
-                m["readers"] = []  # reported already; not needed from the cache
-            cache.store(self.prof, self.key, {"host": host, "devices": list(self.devices), "meta": self.meta,
-                                              "warnings": list(warnings.messages)}, self.failed)
-        warnings.extend(self.failed)
+            cache.store(self.prof, self.key, index, self.failed)
+
+    def busy(self) -> bool:
+        """Whether a store runs on the thread."""
+        return self._storing is not None
+
+    def settle(self) -> None:
+        """After ``finish(background=True)``: wait for the thread, raise its error, add a
+        failure to write to the warnings."""
+        warnings, self._warnings = self._warnings, None
+        self.wait()
+        if warnings is not None:
+            warnings.extend(self.failed)
+
+
+def _snapshot(df: Any) -> Any:
+    return df.copy(deep=False) if isinstance(df, pd.DataFrame) else df
 
 
 @dataclass
@@ -169,9 +208,10 @@ class DevicePart:
 class ProfSource:
     """The host tables of ``prof`` (:attr:`host`, a session without device rows) and each
     device's session on demand (:meth:`build` in device order, then :meth:`finish`; afterwards
-    :meth:`device` reads a device again, e.g. for the DB)."""
+    :meth:`device` reads a device again, e.g. for the DB).  ``ahead``: see
+    :func:`msprof_py.parse.build.build_host` (for a dir whose devices are built in this process)."""
 
-    def __init__(self, prof: Path, use_cache: bool = True) -> None:
+    def __init__(self, prof: Path, use_cache: bool = True, ahead: bool = False) -> None:
         self.prof = prof
         self.use_cache = use_cache
         self.key = cache.fingerprint(prof)
@@ -185,7 +225,8 @@ class ProfSource:
             self.meta: dict[int, dict[str, Any]] = dict(index["meta"])
             self.warnings = WarningLog(list(index["warnings"]))
         else:
-            self.stage = build.build_host(prof, self.warnings)
+            # ahead: each device's raw decode on a thread ahead of its turn (built in this process)
+            self.stage = build.build_host(prof, self.warnings, ahead)
             host, self.devices, self.meta = self.stage.tables, list(self.stage.units), {}
         self.writer = PartWriter(prof, self.key) if use_cache and not self.cached else None
         dev_ids = set(pd.to_numeric(host["devices"]["device_id"]).astype("int64").tolist()) \
@@ -223,7 +264,10 @@ class ProfSource:
             # not with PMU rows: such a part is large (B': ~2.6x A's), the next device's decode
             # peaks early (its PMU records), and the export of such a dir waits for its DB thread,
             # not for the main thread, so the store is not worth holding the part longer
-            self.writer.device(device_id, part, readers, background and not len(part["pmu"]))
+            # a one-device dir's part is kept for the export anyway: pending until finish() stores it
+            # with the index (on a thread: see PartWriter.finish)
+            kept = self.devices == [device_id]
+            self.writer.device(device_id, part, readers, kept or (background and not len(part["pmu"])))
             meta = self.writer.meta[device_id]
         else:
             meta = part_meta(part, readers)
@@ -244,22 +288,43 @@ class ProfSource:
             self.writer.devices.append(info.device_id)
             self.writer.meta[info.device_id] = info.meta
 
-    def finish(self) -> None:
+    def finish(self, background: bool = False) -> None:
         """Every device built and added: the warnings given last, DataError when the dir held
-        no data at all, and the cache index.  Sessions made from now on carry every device's
-        ``all_reduce`` rows and ``facts`` (see :meth:`session`)."""
+        no data at all, and the cache index (``background``: with a one-device dir's part, on a
+        thread until :meth:`settle`; :meth:`PartWriter.finish`).  Sessions made from now on
+        carry every device's ``all_reduce`` rows and ``facts`` (see :meth:`session`)."""
         self.finished = True
         self.host.all_reduce = build.join_parts("all_reduce", [self.meta[d]["all_reduce"] for d in self.devices])
         self.host.device_facts = {d: self.meta[d].get("facts", {}) for d in self.devices}
         if self.cached:
             return
         assert self.stage is not None
+        self.stage.ahead = None  # a device decoded again (the cache failed) is decoded in line
         readers = [r for d in self.devices for r in self.meta[d]["readers"]]
         build.finish(self.stage, readers, any(self.meta[d]["has_data"] for d in self.devices), self.warnings)
         if self.writer is not None:
             self.writer.devices = list(self.devices)
-            self.writer.finish({name: getattr(self.host, name) for name in HOST_TABLES}, self.warnings)
-            self.cached = not self.writer.failed
+            self.writer.finish({name: getattr(self.host, name) for name in HOST_TABLES}, self.warnings, background)
+            if not background:
+                self._settled()
+            else:  # the decoded host records go now (kept, they would outlive the thread's store); should
+                self.stage = None  # the store fail, a device read again decodes the host side again
+
+    def settle(self, quiet: bool = False) -> None:
+        """Wait for the cache written on a thread by ``finish(background=True)`` (its error raised
+        here, a failure to write added to :attr:`warnings`).  Call before the warnings are read.
+        ``quiet``: on the way out of another error (the thread's own dropped)."""
+        if self.writer is not None and self.writer.busy():
+            try:
+                self.writer.settle()
+            except BaseException:
+                if not quiet:
+                    raise
+            self._settled()
+
+    def _settled(self) -> None:
+        assert self.writer is not None
+        self.cached = not self.writer.failed
         if self.cached:
             self.stage = None  # the decoded host records: only needed to decode a device again
 
@@ -273,6 +338,7 @@ class ProfSource:
             part = self._kept[1]  # once: a later read (the advice, the DB) comes from the cache
             self._kept = None
         elif self.use_cache:
+            self.settle()  # (a part may still be written)
             part = cache.load(self.prof, self.key, part_name(device_id))
         if part is None:
             part, _ = build.build_device(self._stage(), device_id, WarningLog())

@@ -146,7 +146,7 @@ def test_device_parts_are_cached_on_a_thread_before_the_index(two_devices: Path,
                                                               monkeypatch, pmu: bool) -> None:
     """One process: a device's cache part without PMU rows is pickled on a thread while the next
     device decodes (the last one's in line; one with PMU rows in line too), every part is written
-    before the index, and the cache serves the next export."""
+    before the index (on a thread beside the device files), and the cache serves the next export."""
     import threading
 
     from msprof_py.parse import cache
@@ -165,7 +165,7 @@ def test_device_parts_are_cached_on_a_thread_before_the_index(two_devices: Path,
         for f in prof.glob("device_*/data/ffts_profile.data.*"):
             f.unlink()
     export(prof, ExportOptions())
-    assert log == [("device_0", pmu), ("device_1", True), ("host", True)]
+    assert log == [("device_0", pmu), ("device_1", True), ("host", False)]  # the index: on a thread, settled
     assert (cache.cache_dir(prof) / "device_1.pkl").is_file()
     monkeypatch.setattr(cache, "store", store)
     from msprof_py.parse import build
@@ -205,5 +205,80 @@ def test_cache_thread_errors_reach_the_export(two_devices: Path, tmp_path: Path,
     shutil.copytree(two_devices, prof)
     for f in prof.glob("device_*/data/ffts_profile.data.*"):
         f.unlink()
+    with pytest.raises(RuntimeError, match="pickling failed"):
+        export(prof, ExportOptions())
+
+
+@pytest.fixture(scope="module")
+def one_device(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from msprof_py.collect import collect
+
+    return collect("single_op", output=tmp_path_factory.mktemp("c1"), devices=1, iterations=2, seed=5,
+                   fixed_clock=True).prof_dir
+
+
+def test_one_device_part_and_index_are_cached_on_a_thread(one_device: Path, tmp_path: Path, monkeypatch) -> None:
+    """A one-device dir's part (PMU rows and all: the export holds it anyway) and the index are
+    pickled on one thread while the device's files are written; the files are those of the whole
+    session, and the cache serves a second export and ``msprof_py.load`` with the same tables."""
+    import threading
+
+    import pandas as pd
+
+    from msprof_py.parse import build, cache
+    from msprof_py.parse.session import TABLES, load
+
+    whole = _export(one_device, tmp_path / "w", monkeypatch, MSPROF_PY_STREAM="0")
+    fresh = load(one_device, use_cache=False)
+    store, log = cache.store, []
+
+    def logged(prof, key, data, warnings, part="host"):
+        ok = store(prof, key, data, warnings, part)
+        log.append((part, threading.current_thread() is threading.main_thread()))
+        return ok
+
+    monkeypatch.setattr(cache, "store", logged)
+    prof = tmp_path / "s" / one_device.name
+    shutil.copytree(one_device, prof)
+    export(prof, ExportOptions())
+    assert log == [("device_0", False), ("host", False)]
+    assert _outputs(prof) == whole
+    monkeypatch.setattr(cache, "store", store)
+    monkeypatch.setattr(build, "build_device", lambda *a: (_ for _ in ()).throw(AssertionError("parsed again")))
+    monkeypatch.setattr(build, "build_prof", lambda *a, **k: (_ for _ in ()).throw(AssertionError("parsed again")))
+    export(prof, ExportOptions())
+    assert _outputs(prof) == whole
+    cached = load(prof)
+    assert len(fresh.pmu) and len(fresh.api)
+    for name in TABLES:
+        pd.testing.assert_frame_equal(getattr(cached, name), getattr(fresh, name))
+
+
+def test_one_device_cache_thread_errors_reach_the_export(one_device: Path, tmp_path: Path, monkeypatch) -> None:
+    """The one-device store on its thread: a full disk is the usual one warning (the files are
+    written; nothing is left in the cache folder), any other error is raised by the export."""
+    import errno
+
+    from msprof_py.parse import cache
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cache, "atomic_open", full)
+    prof = tmp_path / "full" / one_device.name
+    shutil.copytree(one_device, prof)
+    res = export(prof, ExportOptions())
+    assert [w for w in res.warnings if "cannot write the parse cache" in w] == [
+        f"{prof}: cannot write the parse cache (No space left on device); parsing again next time"]
+    assert (prof / "mindstudio_profiler_output" / "op_summary_0.csv").is_file()
+    assert not list(cache.cache_dir(prof).glob("*"))
+
+    def broken(*a, **k):
+        raise RuntimeError("pickling failed")
+
+    monkeypatch.undo()
+    monkeypatch.setattr(cache.pickle, "dump", broken)
+    prof = tmp_path / "broken" / one_device.name
+    shutil.copytree(one_device, prof)
     with pytest.raises(RuntimeError, match="pickling failed"):
         export(prof, ExportOptions())
