@@ -3,6 +3,7 @@ docs/exporters.md): ``runtime_api_*``, ``ai_stack_time_*`` and ``ge_op_execute_*
 :mod:`summaries` after its own tables (the README's order)."""
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -34,9 +35,7 @@ class RuntimeApi:
         api = api[is_in(api["level"], ["runtime"])] if len(api) else api
         if len(api) == 0:
             return []
-        df = pd.DataFrame({"name": text(api["name"]).astype(str).to_numpy(), "pid": i64(api["pid"]),
-                           "tid": i64(api["thread_id"]), "dur_ns": i64(api["end_ns"]) - i64(api["start_ns"])})
-        st = _stats(df, ["name", "pid", "tid"])
+        st = _name_stats(api)
         grand = st["total"].sum()
         st["ratio"] = st["total"] / grand * 100 if grand else 0.0
         st = st.sort_values(["total", "name"], ascending=[False, True], kind="stable")
@@ -46,6 +45,32 @@ class RuntimeApi:
                 Col.text(dbl(st["min"] / 1000), number=True), Col.text(dbl(st["max"] / 1000), number=True),
                 Col.ints(st["pid"]), Col.ints(st["tid"])]
         return [write_table(stem(out_dir, naming, self.name), RUNTIME_API_HEADER, cols, naming.summary_format)]
+
+
+def _name_stats(api: pd.DataFrame) -> pd.DataFrame:
+    """count / total / min / max of the calls' durations per (name, pid, tid), groups in the order
+    of their first call, names as their text (``str`` of the value).  A categorical name column
+    is grouped by a code per distinct text (its categories' texts factorized, missing values the
+    text "nan" as ``astype(str)`` makes them) instead of by a Python string per call."""
+    dur = i64(api["end_ns"]) - i64(api["start_ns"])
+    col = text(api["name"])
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        df = pd.DataFrame({"name": col.astype(str).to_numpy(), "pid": i64(api["pid"]),
+                           "tid": i64(api["thread_id"]), "dur_ns": dur})
+        return _stats(df, ["name", "pid", "tid"])
+    # what astype(str) makes of a missing name: the text "nan" (pandas 2), or a missing value
+    # that the grouping leaves out (pandas 3's str dtype)
+    missing = pd.Series(pd.Categorical([None], dtype=col.dtype)).astype(str).to_numpy(dtype=object)[0]
+    names = np.append(col.cat.categories.astype(str).to_numpy(dtype=object), missing)  # code -1 -> the last
+    code_of, texts = pd.factorize(names, sort=False)  # (a missing text: code -1)
+    key = code_of[col.cat.codes.to_numpy()]
+    pid, tid = i64(api["pid"]), i64(api["thread_id"])
+    if (key < 0).any():
+        keep = key >= 0
+        key, pid, tid, dur = key[keep], pid[keep], tid[keep], dur[keep]
+    st = _stats(pd.DataFrame({"name": key, "pid": pid, "tid": tid, "dur_ns": dur}), ["name", "pid", "tid"])
+    st["name"] = np.asarray(texts, dtype=object)[st["name"].to_numpy()]
+    return st
 
 
 COMPONENTS = [("AscendCL", ("acl",)), ("GE", ("model", "node")), ("Runtime", ("runtime",))]
@@ -88,33 +113,63 @@ class AiStackTime:
 
 def has_dynamic_launches(session: Session, device_id: int) -> bool:
     """Whether :func:`dynamic_launches` has rows (without making them)."""
-    api = api_of_device(session, device_id)
-    t = of_device(session.tasks, device_id)
-    if len(api) == 0 or len(t) == 0:
-        return False
-    conn = pd.unique(i64(t["connection_id"])[is_in(t["op_state"], ["dynamic"])])
-    return len(conn) > 0 and bool((is_in(api["level"], ["node"]) & np.isin(i64(api["connection_id"]), conn)).any())
+    return len(_launch_rows(session, device_id)[0]) > 0
 
 
 def dynamic_launches(session: Session, device_id: int) -> pd.DataFrame:
-    """Node-level launches of this device whose device task ran a dynamic-shape op."""
+    """Node-level launches of this device whose device task ran a dynamic-shape op, in order of
+    start, with the op's name and type (of the first of its tasks to start)."""
     api = api_of_device(session, device_id)
-    t = of_device(session.tasks, device_id)
+    apos, tpos = _launch_rows(session, device_id)
+    if len(apos) == 0:
+        return api.iloc[:0]
+    node = api.take(apos)
+    first = session.tasks.take(tpos)
+    return node.assign(connection_id=i64(node["connection_id"]),
+                       op_name=text(first["op_name"]).astype(str).to_numpy(),
+                       op_type=text(first["op_type"]).astype(str).to_numpy()).reset_index(drop=True)
+
+
+# the last (API table, task table, device)'s launch rows: the ge_op_execute summary and timeline
+# and thread_group_*.json ask for them (weak references: no table is kept alive by this)
+_LAUNCHES: list[tuple[weakref.ref, weakref.ref, int, tuple[np.ndarray, np.ndarray]]] = []
+
+
+def _launch_rows(session: Session, device_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in :func:`api_of_device`'s rows, positions in ``session.tasks``) of
+    :func:`dynamic_launches`: each Node launch whose connection id a dynamic-shape task of the
+    device has, ordered by start (stable), and the first of those tasks to start (stable: the
+    earlier row on a tie).  Computed once per API table, task table and device."""
+    api, t = session.api, session.tasks
+    hit = _LAUNCHES[0] if _LAUNCHES else None
+    if hit is not None and hit[0]() is api and hit[1]() is t and hit[2] == device_id:
+        return hit[3]
+    rows = _find_launch_rows(session, device_id)
+    for r in rows:
+        r.setflags(write=False)
+    _LAUNCHES[:] = [(weakref.ref(api), weakref.ref(t), device_id, rows)]
+    return rows
+
+
+def _find_launch_rows(session: Session, device_id: int) -> tuple[np.ndarray, np.ndarray]:
+    none = (np.zeros(0, np.intp), np.zeros(0, np.intp))
+    api, t = api_of_device(session, device_id), session.tasks
     if len(api) == 0 or len(t) == 0:
-        return api.iloc[:0]
-    dyn = t[is_in(t["op_state"], ["dynamic"])]
+        return none
+    dyn = np.flatnonzero((t["device_id"].to_numpy(dtype=np.int64) == device_id) & is_in(t["op_state"], ["dynamic"]))
     if len(dyn) == 0:
-        return api.iloc[:0]
-    conn = pd.unique(i64(dyn["connection_id"]))
-    node = api[is_in(api["level"], ["node"]) & np.isin(i64(api["connection_id"]), conn)]
-    if len(node) == 0:
-        return node
-    first = dyn.sort_values("start_ns", kind="stable").drop_duplicates("connection_id")
-    info = pd.DataFrame({"connection_id": i64(first["connection_id"]),
-                         "op_name": text(first["op_name"]).astype(str).to_numpy(),
-                         "op_type": text(first["op_type"]).astype(str).to_numpy()})
-    out = node.assign(connection_id=i64(node["connection_id"])).merge(info, on="connection_id", how="left")
-    return out.sort_values("start_ns", kind="stable")
+        return none
+    tconn = i64(t["connection_id"])[dyn]
+    apos = np.flatnonzero(is_in(api["level"], ["node"]) & np.isin(i64(api["connection_id"]), pd.unique(tconn)))
+    if len(apos) == 0:
+        return none
+    # the first task per connection id: by start (stable), the first row of each id
+    by_start = np.argsort(i64(t["start_ns"])[dyn], kind="stable")
+    conn_sorted, first = np.unique(tconn[by_start], return_index=True)
+    first_row = dyn[by_start[first]]
+    tpos = first_row[np.searchsorted(conn_sorted, i64(api["connection_id"])[apos])]
+    order = np.argsort(i64(api["start_ns"])[apos], kind="stable")
+    return apos[order], tpos[order]
 
 
 class GeOpExecute:

@@ -56,9 +56,14 @@ def thread_device(api: pd.DataFrame, devices: list[int]) -> pd.Series:
     default = devices[0] if devices else 0
     if len(devices) <= 1:
         return pd.Series(np.full(len(api), default, dtype=np.int64), index=api.index)
-    key = api["pid"].astype("int64") * (1 << 32) + api["thread_id"].astype("int64")
     dev = api["device_id"].astype("int64")
     known = dev >= 0
+    targets = dev.to_numpy()[known.to_numpy()]
+    if len(targets) == 0 or bool((targets == default).all()):
+        # every call that targets a device targets the default one (a one-device run with the host
+        # pseudo-device listed): every thread goes with it, without counting per thread
+        return pd.Series(np.full(len(api), default, dtype=np.int64), index=api.index)
+    key = api["pid"].astype("int64") * (1 << 32) + api["thread_id"].astype("int64")
     counts = pd.DataFrame({"key": key[known], "dev": dev[known]}).value_counts().reset_index()
     counts = counts.sort_values(["key", "count", "dev"], ascending=[True, False, True])
     best = counts.drop_duplicates("key").set_index("key")["dev"]
