@@ -1,24 +1,34 @@
 """The unified DB of a one-process streamed export, written by forked processes beside the text
-writers (``MSPROF_PY_DB_PROCESS=1``; the default is the thread of :mod:`msprof_py.export.db_thread`).
+writers: the default on Linux for a collection whose host and largest device hold at most
+``PROCESS_RAW_LIMIT`` of raw data (:func:`use_processes`); else the thread of
+:mod:`msprof_py.export.db_thread`.  ``MSPROF_PY_DB_PROCESS=1`` / ``0`` force either way.
 
 Why processes: the DB (``msprof_*.db``) is ~20-40 % of an export's CPU.  On a thread its SQLite
 work runs on the second core, but its Python work (the insert lists, binding every parameter)
-holds the GIL against the text writers; a forked process shares no GIL.
+holds the GIL against the text writers: the two take turns on one GIL.  A forked process shares
+no GIL.  Measured on a quiet 2-core machine (benchmarks/RESULTS.md, issue 12 phases 7 and 8):
+collection A (1M tasks, 2 devices, 131 MB raw) 4.34 s against 4.74 s with the thread, the same
+tasks with PMU data (B', 25 M TASK_PMU_INFO rows, 243 MiB raw) 11.0 s against 12.8 s and 4-5 s
+less CPU, the single-op million 15.1 s against 19.1 s.
 
-Why not the default (benchmarks/RESULTS.md, issue 12 phase 6).  On a quiet 2-core machine the
-processes are faster: collection A (1M tasks, 2 devices) 4.75-5.10 s against 5.18-5.47 s with the
-thread, the same collection with PMU data (25 M TASK_PMU_INFO rows) 11.4 s against 13.0 s, the
-single-op million 15.1 s against 19.7 s (one run each).  But the tree holds more memory: PSS
-(pages shared copy-on-write counted once) 392-413 MB on A against 348-358 MB, 1,646 MB against
-1,459 MB on the million; and the sum of the processes' RSS, which counts the shared pages in both,
-546 MB on A, over the 490 MB that issue 12 allows.  The default keeps the thread's memory; a
-machine with memory to spare gains 8-23 % of wall time with ``MSPROF_PY_DB_PROCESS=1``.  (On the
-shared machine, load 3-5, the two were equal within the noise.)
+Why the size rule: the memory.  The processes' pages shared copy-on-write count once in the tree's
+PSS but in every process's RSS, and a process forked with a device in memory maps all of the
+export's heap (the interpreter's ~50 MB, the host tables, the device's tables).  With what
+:meth:`DbProcesses._own` lets go of (phase 8): A's tree 346 MB PSS / 452 MB sum of RSS against
+the thread's 327-331 MB (issue 12 allows 490 MB), B''s 539 MB PSS / 773 MB sum of RSS against the
+thread's 538-575 MB; but the single-op million (759 MB of host and device raw data) 1,702 MB PSS /
+2,422 MB sum of RSS against the thread's 1.48-1.54 GB, and a 10M-task collection (8 devices of
+~290 MB raw) would pass the 2 GB it is allowed (1,448 MB with the thread, plus a process holding a
+device).  The extra sum of RSS is ~1.9x the host's and the device's raw data (A +125 MB for 65 MB,
+B' +235 MB for 124 MB): below the limit it stays under ~370 MB and the PSS within ~5 % of the
+thread's.
 
 Why one process per device: a process forked when the export has read a device sees that
 device's tables (and the host tables) copy-on-write, without a copy and without reading the
-parse cache again: one device's tables in memory, shared (what each process then writes or
-frees is its own: the measured cost above).  The
+parse cache again: one device's tables in memory, shared.  Right after the fork it lets go of
+what the DB does not read (:meth:`DbProcesses._own`: the task columns no DB table reads, the
+export's own session objects; its freed heap handed back at once, ``memory.trim_at_once``), so
+its RSS is the interpreter, the host tables and the DB's columns of the device.  The
 processes take turns on the DB file, in device order, each going on from where the one before
 stopped (:class:`msprof_py.export.unified_db.Fill`): each waits until the one before has ended
 (a pipe whose only writer is that process: end of file when it exits, killed or not), opens the
@@ -29,6 +39,19 @@ closes the DB.  The export reads the next device only once the previous device's
 ended (:meth:`DbProcesses.wait_room`), so at most one device's tables are in memory.  The DB's
 bytes are those of the DB written in one go (the main DB file sees the same statements in the
 same order; the staged rows live in the other file).
+
+Fork safety: the export forks between two devices, when no other thread of its own runs (the
+text writers' chunk-writer threads and the row renderer's pool end with their file, the parse
+cache's writer thread before the export's second pass; a test checks it), so no lock of theirs
+is held in the new process.  What the new process touches: malloc (glibc locks its arenas
+around ``fork``), the GIL and the import lock (CPython resets them in the child), numpy on its
+own arrays (no thread pool), SQLite through connections of its own (the export's process uses
+none while a DB process lives), the status and chain pipes, its scratch files; it imports
+nothing new (its modules are imported with this one), prints only through stdout / stderr
+objects of its own, and ends with ``os._exit`` (no atexit handler, no flush of the export's
+buffers).  SIGINT is blocked across the fork and ignored in the new process before it is
+unblocked: a Ctrl-C there would otherwise raise KeyboardInterrupt in the export's code it came
+from (a test).
 
 Errors: a process reports its result on a pipe; the export collects them after the text files
 (:meth:`DbProcesses.result`, where the sequential export writes the DB): a DB error is the same
@@ -44,30 +67,58 @@ row renderer's threads, ``MSPROF_PY_WORKERS`` processes for several devices).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import shutil
 import signal
 import sqlite3
+import sys
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from msprof_py.atomic import disk_full, scratch_dir
 from msprof_py.errors import MsprofError
 from msprof_py.export.db_thread import db_view
 from msprof_py.export.parallel import WorkerDiedError, raise_error
 from msprof_py.export.unified_db import Fill, connect, is_full
-from msprof_py.memory import trim
+from msprof_py.export.unified_db_tasks import UNREAD_TASK_COLUMNS
+from msprof_py.memory import trim, trim_at_once
 from msprof_py.parse.session import Session
 
-DB_PROCESS_ENV = "MSPROF_PY_DB_PROCESS"  # "1": the DB by these processes; else on a thread (the default)
+DB_PROCESS_ENV = "MSPROF_PY_DB_PROCESS"  # "1": the DB by these processes, "0": on a thread; else the rule
+PROCESS_RAW_LIMIT = 192 * 2**20  # bytes of raw data (host + largest device) up to which processes are the default
 
 
-def can_fork() -> bool:
-    """Whether the DB is written by these processes: asked for (``MSPROF_PY_DB_PROCESS=1``) and
-    ``fork`` exists.  Not the default: see the module doc."""
-    return hasattr(os, "fork") and os.environ.get(DB_PROCESS_ENV, "0") == "1"
+def use_processes(prof: Path, devices: Sequence[int]) -> bool:
+    """Whether the DB of the PROF dir ``prof`` (device ids ``devices``) is written by these
+    processes: ``MSPROF_PY_DB_PROCESS=1`` wherever ``fork`` exists, ``0`` never; by default on
+    Linux when the raw data of ``host/`` and of the largest ``device_*/`` are together at most
+    ``PROCESS_RAW_LIMIT`` (the module doc: why; elsewhere the thread, which was measured where
+    ``fork`` is not a given)."""
+    if not hasattr(os, "fork"):
+        return False
+    asked = os.environ.get(DB_PROCESS_ENV, "")
+    if asked in ("0", "1"):
+        return asked == "1"
+    if not sys.platform.startswith("linux"):
+        return False
+    largest = max((_raw_bytes(prof / f"device_{d}") for d in devices), default=0)
+    return _raw_bytes(prof / "host") + largest <= PROCESS_RAW_LIMIT
+
+
+def _raw_bytes(folder: Path) -> int:
+    """Bytes of the files in ``folder/data`` (0 when there is none)."""
+    try:
+        with os.scandir(folder / "data") as it:
+            return sum(e.stat().st_size for e in it if e.is_file())
+    except OSError:
+        return 0
 
 
 @dataclass
@@ -104,17 +155,25 @@ class DbProcesses:
         trim()  # free heap pages handed back first: the two processes would each keep a copy of one the other reuses
         status_r, status_w = os.pipe()
         chain_r, chain_w = os.pipe()
-        pid = os.fork()
+        # Ctrl-C (SIGINT to the whole process group) held back across the fork: in the new process
+        # before it ignores SIGINT, a KeyboardInterrupt would return into the export's own code there
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if _MASK else None
+        try:
+            with warnings.catch_warnings():  # Python >= 3.12 warns of any thread (a caller's) at a fork
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except BaseException:
+            _unmask(mask)
+            raise
         if pid == 0:  # the DB process: never returns
-            os.close(status_r)
-            os.close(chain_r)
-            self._child(d, session, status_w)
+            self._child(d, session, status_w, (status_r, chain_r), mask)
         os.close(status_w)
         os.close(chain_w)  # the process holds the only write end: its exit is the next one's start
         if self.prev is not None:
             os.close(self.prev)
         self.prev = chain_r
         self.procs.append(_Proc(pid, status_r))
+        _unmask(mask)  # a Ctrl-C meanwhile: raised here, the process known to stop()
 
     def result(self) -> list[Path]:
         """Wait for every process; the DB renamed into place, or the first process's error."""
@@ -126,7 +185,7 @@ class DbProcesses:
                 status = self._status(p)
                 if status is None or status[0] == "skip":
                     raise WorkerDiedError(f"the process writing {self.path} (device {d} of {self.count}) died "
-                                          f"(killed, or out of memory?); run again without {DB_PROCESS_ENV}=1 to "
+                                          f"(killed, or out of memory?); run again with {DB_PROCESS_ENV}=0 to "
                                           "write it on a thread")
                 if status[0] == "error":
                     if status[1] == "msprof":
@@ -174,13 +233,18 @@ class DbProcesses:
             return None
 
     # -- a DB process
-    def _child(self, d: int, session: Session, status_w: int) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the export stops us (stop)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        trim()
-        status: tuple[Any, ...]
+    def _child(self, d: int, session: Session, status_w: int, other: tuple[int, int], mask: Any) -> None:
+        status: tuple[Any, ...] = ("skip",)
         try:
-            status = self._add(d, session)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the export stops us (stop)
+            _unmask(mask)  # (a SIGINT held back since the fork is dropped: ignored)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            for fd in other:
+                os.close(fd)
+            _own_stdio()
+            view = self._own(session)
+            del session
+            status = self._add(d, view)
         except MsprofError as err:
             status = ("error", "msprof", (type(err), str(err), err.exit_code))
         except BaseException as err:  # noqa: BLE001  (handed to the export's process)
@@ -193,6 +257,21 @@ class DbProcesses:
             os.write(status_w, blob)
         finally:
             os._exit(0)
+
+    def _own(self, session: Session) -> Session:
+        """The DB's view of the device ``session`` (:func:`db_view` without the task columns no DB
+        table reads, ``UNREAD_TASK_COLUMNS``), and nothing else of it.  This process never returns
+        to the export's code, so the session its frames hold is emptied: what the DB does not read
+        is freed and trimmed here at once (no longer counted in this process; freed for good when
+        the export frees its own), and from now on this process hands freed heap back at once."""
+        trim_at_once()
+        view = db_view(session, self.cats)
+        view.tasks = view.tasks.drop(columns=[c for c in UNREAD_TASK_COLUMNS if c in view.tasks.columns])
+        for f in dataclasses.fields(session):
+            if isinstance(getattr(session, f.name), pd.DataFrame):
+                setattr(session, f.name, None)
+        trim()
+        return view
 
     def _add(self, d: int, session: Session) -> tuple[Any, ...]:
         if d > 0:
@@ -215,8 +294,9 @@ class DbProcesses:
                 fill.host = self.host
                 if open_tx:  # one connection would still be in the transaction the last process began
                     con.execute("BEGIN")
-            fill.add(con, db_view(session, self.cats))
+            fill.add(con, session)
             del session
+            trim()  # the device's temporaries (the last device's too: Fill.add trims the others')
             if d == self.count - 1:
                 fill.end(con)
             ends_open = con.in_transaction
@@ -240,6 +320,24 @@ class DbProcesses:
 
     def _state(self, d: int) -> Path:
         return self.dir / f"state_{d}"
+
+
+_MASK = hasattr(signal, "pthread_sigmask")
+
+
+def _unmask(mask: Any) -> None:
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _own_stdio() -> None:
+    """stdout / stderr of this process's own (the same fds): the export's objects' locks may be
+    held by a thread that does not exist here (a warning printed here would wait for ever)."""
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        try:
+            setattr(sys, name, open(fd, "w", closefd=False, errors="backslashreplace"))
+        except OSError:
+            setattr(sys, name, open(os.devnull, "w"))
 
 
 # The SQLite header's file change counter (offset 24) and version-valid-for number (offset 92):
@@ -271,4 +369,4 @@ def _size(path: Path) -> int:
         return 0
 
 
-__all__ = ["DbProcesses", "DB_PROCESS_ENV", "can_fork"]
+__all__ = ["DbProcesses", "DB_PROCESS_ENV", "PROCESS_RAW_LIMIT", "use_processes"]

@@ -3,7 +3,7 @@
 Why a thread: the DB (``msprof_*.db``) was the last stage of the export, on one core, ~18-25 %
 of its time.  Most of its time is SQLite's own work (``sqlite3_step``, page writes), during
 which Python's ``sqlite3`` releases the GIL, so a thread runs it on the second core while the
-main thread writes the text files; a forked process would hold a second copy of the tables.
+main thread writes the text files (forked processes instead: :mod:`msprof_py.export.db_process`).
 
 Why the text pass's sessions: the DB reads each device's tables once
 (:func:`msprof_py.export.unified_db.write_db` with ``parts``), in device order, as the text
@@ -22,8 +22,10 @@ removed) and waits for it.
 Past 2 cores: the DB uses one core (SQLite writes the file from one connection; the last
 device's TASK_PMU_INFO rows are made beside it on a thread of their own, ``unified_db_side``), the text writers
 the rest (the row renderer's threads; ``MSPROF_PY_WORKERS`` processes for several devices).  A
-forked process per device instead of this thread: :mod:`msprof_py.export.db_process`
-(``MSPROF_PY_DB_PROCESS=1``), measured against it there.
+forked process per device instead of this thread, which shares no GIL with the text writers:
+:mod:`msprof_py.export.db_process`, the default on Linux up to a collection size (its
+``use_processes``), measured against this thread there; this thread is the DB's way where
+there is no ``fork``, past that size, and with ``MSPROF_PY_DB_PROCESS=0``.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from msprof_py.export import base
 from msprof_py.export.base import ExportContext, Naming
-from msprof_py.export.db_process import DbProcesses, can_fork
+from msprof_py.export.db_process import DbProcesses, use_processes
 from msprof_py.export.db_thread import DbFeed, DbThread, db_view
 from msprof_py.export.jobs import (Done, ExportOptions, ExportResult, default_loader, finish, jobs_for, prepare,
                                    progress, run_job)
@@ -67,7 +67,7 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     db = [i for i, (ex, dev) in enumerate(jobs) if dev is None and ex.kind == "db"]
     tasks += [None] if db else []
     workers = workers_for(len(tasks), options.workers)
-    if workers > 1 or can_fork():
+    if workers > 1 or use_processes(prof, source.devices):
         source.settle()  # no store thread across a fork
     state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1,
                    per_device=per_device if workers == 1 else None)
@@ -144,10 +144,10 @@ class Stream:
         return next(ex for ex, d in self.jobs if d is None and ex.kind == "db")
 
     def db_beside(self) -> DbProcesses | DbThread:
-        """The DB written beside the text writers: by forked processes (:mod:`db_process`), else on a
-        thread (:mod:`db_thread`)."""
+        """The DB written beside the text writers: by forked processes (:mod:`db_process`) where
+        :func:`use_processes` says so, else on a thread (:mod:`db_thread`)."""
         count = len(self.source.devices)
-        if not can_fork():
+        if not use_processes(self.prof, self.source.devices):
             return DbThread(self.write_db, count)
         return DbProcesses(self.source.host, count, self.db_job().path_for(self.source.host, self.prof, self.naming),
                            self.cats)

@@ -20,6 +20,11 @@ from msprof_py.export.views import as_cat, ascend_task_types, info_names, info_t
 from msprof_py.parse.session import Session
 
 
+# task columns (schema.TASK_COLUMNS) no DB table reads: a forked DB process drops them (and frees
+# them when the export's process frees its own, db_process); a DB that reads one fails there at once
+UNREAD_TASK_COLUMNS = ("index_id", "iter_id", "span_ns", "cut_start_ns", "thread_id", "launch_ns", "match")
+
+
 def db_tasks(session: Session) -> pd.DataFrame:
     """msprof's TASK rows (TaskProcessor: every AscendTask row with a device task): every task
     that ran on a device -- an FFTS+ / MIX kernel both as its sub-task rows and as the parent

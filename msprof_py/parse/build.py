@@ -1,6 +1,7 @@
 """Assemble one PROF dir's tables: host side, each device, join, iterations, communication."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,8 +73,6 @@ def build_host(prof: Path, warnings: WarningLog, ahead: bool = False) -> HostSta
         stage.dicts, stage.expand_status = dicts, expand_status
         _decode_first(stage)
 
-    if host_rd is None:
-        ready(None, 0)
     host = load_host(host_rd, warnings, clk.host_ticks(), clk.rule == "python", ready) if host_rd is not None \
         else None
     host_tasks = host.host_tasks if host is not None else empty_host_tasks()
@@ -104,16 +103,32 @@ def build_host(prof: Path, warnings: WarningLog, ahead: bool = False) -> HostSta
 
 def _decode_first(stage: HostStage) -> None:
     """Start the raw decode of the first device dir on a thread (:class:`Ahead`), if the stage
-    decodes ahead.  Only the first: the next device's beside this one's join was measured on A
-    (two devices, 500 k tasks each): the decode holds ~220 MB above the host tables at its peak
-    (the STARS logs' pairing), device 0's join ~100 MB more, so the build's peak went 313 ->
-    467 MB, past the export's own (327-340 MB)."""
-    if stage.ahead is None:
+    decodes ahead and the host's raw data is at least as large as that dir's: then the host's
+    decode (its API calls: the single-op million 529 MB of host data against 232 MB of device_0,
+    so300k 159 / 70 MB) hides the device's, whose output (~0.7x the dir's raw bytes: so300k
+    52 MB) then lives beside the host's decode, below the export's later peak (so300k: the host
+    phase's peak 512 -> 530 MB, the export's 569 MB; the million 1,482 against 1,521 MB).  With a
+    small host side (A: 3 MB against 62 MB a device) there is nothing to hide it behind, and two
+    threads taking turns at the GIL made the build slower on a busy machine (rn300k: first file
+    +0.07 s at load 4).
+    Only the first device: the next one's decode beside this one's join was measured on A (two
+    devices, 500 k tasks each): the decode holds ~220 MB above the host tables at its peak (the
+    STARS logs' pairing), device 0's join ~100 MB more: the build's peak went 313 -> 467 MB,
+    past the export's own (327-340 MB)."""
+    if stage.ahead is None or stage.host_rd is None:
         return
     first = next((d for d in stage.units if stage.units[d]), None)
-    if first is not None:
+    if first is not None and _data_bytes(stage.host_rd) >= _data_bytes(stage.units[first][0]):
         rd = stage.units[first][0]
         stage.ahead.start(rd.path, lambda log: _load(stage, rd, log))
+
+
+def _data_bytes(rd: Any) -> int:
+    """Bytes of the files in a result dir's ``data/`` (0 when unreadable)."""
+    try:
+        return sum(e.stat().st_size for e in os.scandir(rd.path / "data") if e.is_file())
+    except OSError:
+        return 0
 
 
 def _load(stage: HostStage, rd: Any, warnings: WarningLog) -> Any:

@@ -1,0 +1,123 @@
+"""The DB's forked processes (export.db_process): what they inherit at the fork.  A Ctrl-C that
+reaches a new process before it ignores SIGINT stays out of it (it would otherwise return into
+the export's own code there); a process keeps only what the DB reads of its device and writes
+the same DB; each forks with no other thread of the export running (what a thread holds at the
+fork stays held for ever in the new process: the module doc's list); they are the default on
+Linux up to a collection size, the thread past it, and either when forced."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from msprof_py.export import ExportOptions, db_process, export
+from msprof_py.export.unified_db_tasks import UNREAD_TASK_COLUMNS
+from msprof_py.parse import schema
+
+from .test_db_thread import _children, _copy, _leftovers, two_devices  # noqa: F401  (fixture)
+from .test_streamed_export import _outputs
+
+
+def test_ctrl_c_at_the_fork_stays_out_of_the_db_process(two_devices: Path, tmp_path: Path,  # noqa: F811
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _children()
+    real_fork = os.fork
+
+    def fork() -> int:  # a Ctrl-C of the terminal reaching each new process at once
+        pid = real_fork()
+        if pid == 0:
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(10_000):  # Python runs a signal's handler between two bytecodes
+                    pass
+            except KeyboardInterrupt:
+                os._exit(99)  # (it would have gone on in the export's code here)
+        return pid
+
+    monkeypatch.setattr(db_process.os, "fork", fork)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    prof = _copy(two_devices, tmp_path / "p")
+    export(prof, ExportOptions())  # the processes ignored it and wrote the DB
+    monkeypatch.setattr(db_process.os, "fork", real_fork)
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    after = _copy(two_devices, tmp_path / "a")
+    export(after, ExportOptions())
+    assert _outputs(prof) == _outputs(after) and list(prof.glob("*.db"))
+    assert _leftovers(prof) == [] and not _children() - before
+
+
+def test_a_db_process_keeps_only_what_the_db_reads(two_devices: Path, tmp_path: Path,  # noqa: F811
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process's view lacks the task columns no DB table reads (and the DB is the same: the
+    test above); the export's session in the process is emptied, the export's own is whole."""
+    seen: list[tuple[list[str], bool]] = []
+    real_own, real_add = db_process.DbProcesses._own, db_process.DbProcesses._add
+
+    def own(self, session):  # type: ignore[no-untyped-def]
+        self.given = session
+        return real_own(self, session)
+
+    def add(self, d, view):  # type: ignore[no-untyped-def]
+        emptied = all(getattr(self.given, n) is None for n in ("tasks", "pmu", "api"))
+        seen.append((list(view.tasks.columns), emptied))
+        with open(self.dir / f"seen_{d}", "w") as f:  # (this runs in the DB process)
+            f.write(repr(seen[-1]))
+        return real_add(self, d, view)
+
+    monkeypatch.setattr(db_process.DbProcesses, "_own", own)
+    monkeypatch.setattr(db_process.DbProcesses, "_add", add)
+    real_result = db_process.DbProcesses.result
+    got: list[str] = []
+
+    def result(self):  # type: ignore[no-untyped-def]
+        for d in range(self.count):
+            self._reap(self.procs[d])
+            got.append((self.dir / f"seen_{d}").read_text())
+        return real_result(self)
+
+    monkeypatch.setattr(db_process.DbProcesses, "result", result)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    export(_copy(two_devices, tmp_path), ExportOptions())
+    want = [c for c in schema.columns("tasks") if c not in UNREAD_TASK_COLUMNS]
+    assert got == [repr((want, True))] * 2  # (``seen`` is the DB processes': empty here)
+
+
+def test_db_processes_fork_with_no_other_thread_running(two_devices: Path, tmp_path: Path,  # noqa: F811
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    alive: list[list[str]] = []
+    real_fork = os.fork
+    others = set(threading.enumerate())  # (threads other tests left behind)
+
+    def fork() -> int:  # the export's threads alive at the fork
+        alive.append(sorted(t.name for t in set(threading.enumerate()) - others))
+        return real_fork()
+
+    monkeypatch.setattr(db_process.os, "fork", fork)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    export(_copy(two_devices, tmp_path), ExportOptions())
+    assert alive == [[], []], alive
+
+
+def test_processes_are_the_default_up_to_the_size_limit(two_devices: Path,  # noqa: F811
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MSPROF_PY_DB_PROCESS", raising=False)
+    monkeypatch.setattr(db_process.sys, "platform", "linux")
+    raw = [sum(p.stat().st_size for p in (two_devices / d / "data").iterdir())
+           for d in ("host", "device_0", "device_1")]
+    size = raw[0] + max(raw[1:])
+    monkeypatch.setattr(db_process, "PROCESS_RAW_LIMIT", size)
+    assert db_process.use_processes(two_devices, [0, 1])
+    assert db_process.use_processes(two_devices / "no such dir", [0])  # nothing to read: 0 bytes
+    monkeypatch.setattr(db_process, "PROCESS_RAW_LIMIT", size - 1)
+    assert not db_process.use_processes(two_devices, [0, 1])  # one byte more: the thread
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    assert db_process.use_processes(two_devices, [0, 1])  # forced
+    monkeypatch.setattr(db_process, "PROCESS_RAW_LIMIT", size)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "0")
+    assert not db_process.use_processes(two_devices, [0, 1])
+    monkeypatch.delenv("MSPROF_PY_DB_PROCESS")
+    monkeypatch.setattr(db_process.sys, "platform", "darwin")
+    assert not db_process.use_processes(two_devices, [0, 1])  # measured on Linux only
