@@ -9,6 +9,7 @@ import stat
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -149,3 +150,24 @@ def test_an_abort_while_a_chunk_is_written_ends_the_thread_cleanly() -> None:
     finally:
         threading.excepthook = old
     assert errors == [] and not w._thread.is_alive()
+
+
+def test_temporary_file_reopened_without_truncation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The new empty temporary file is reopened for writing without O_TRUNC (ext4 starts writing
+    back a file truncated to 0 when it is closed, from the closing thread), in binary and text
+    modes alike, and the written bytes are all there."""
+    flags: list[int] = []
+    real_open = os.open
+
+    def spy(path: Any, fl: int, *args: Any, **kwargs: Any) -> int:
+        flags.append(fl)
+        return real_open(path, fl, *args, **kwargs)
+
+    monkeypatch.setattr(atomic.os, "open", spy)
+    with atomic.atomic_writer(tmp_path / "a.bin") as w:
+        w.write(b"x" * 100_000)
+    with atomic.atomic_open(tmp_path / "b.txt", "w", encoding="utf-8") as fp:
+        fp.write("é\n")
+    assert len(flags) == 4 and not any(f & os.O_TRUNC for f in flags)
+    assert (tmp_path / "a.bin").read_bytes() == b"x" * 100_000
+    assert (tmp_path / "b.txt").read_bytes() == "é\n".encode()

@@ -32,10 +32,23 @@ def round3_thousandths(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", over="ignore"):
         r = np.round(v, 3) + 0.0
         exact = np.abs(r) < _LIMIT
-        k = np.zeros(len(v), np.int64)
-        k[exact] = np.rint(r[exact] * 1000.0).astype(np.int64)
+        if exact.all():  # the usual column: no masked gather and scatter
+            k = np.rint(r * 1000.0).astype(np.int64)
+        else:
+            k = np.zeros(len(v), np.int64)
+            k[exact] = np.rint(r[exact] * 1000.0).astype(np.int64)
+        del r
         scaled = v * 1000.0
-        near_tie = exact & (np.abs(scaled - np.floor(scaled) - 0.5) <= 16 * np.spacing(np.abs(scaled)) + 1e-9)
+        off = np.abs(scaled - np.floor(scaled) - 0.5)
+        # a tie's tolerance grows with |scaled|: its largest (over the exact values) bounds every
+        # value's, so only the few values within it are tested one by one
+        top = float(np.abs(scaled[exact]).max(initial=0.0)) if not exact.all() else float(np.abs(scaled).max(initial=0.0))
+        near = np.flatnonzero(exact & (off <= 16 * np.spacing(top) + 1e-9))
+        if len(near):
+            tie = off[near] <= 16 * np.spacing(np.abs(scaled[near])) + 1e-9
+            near = near[tie]
+        near_tie = np.zeros(len(v), bool)
+        near_tie[near] = True
     if near_tie.any():
         con = sqlite3.connect(":memory:")
         try:
