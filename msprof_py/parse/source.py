@@ -133,6 +133,10 @@ class PartWriter:
             part, name = self._pending
             self._pending = None
             cache.store(self.prof, self.key, part, self.failed, part=name)
+        self._join()
+
+    def _join(self) -> None:
+        """Until the thread's store is done (its error raised here)."""
         if self._storing is not None:
             self._storing.join()
             self._storing = None
@@ -157,6 +161,7 @@ class PartWriter:
             self._index(index)
             warnings.extend(self.failed)
             return
+        self._join()  # (a part started on the thread before: its store comes first)
         self._warnings = warnings
         if self._pending is not None:
             part, name = self._pending
