@@ -7,7 +7,7 @@ slower), with the main thread's stack at the sampled maximum.  Prints the md5 of
 two versions of the code can be compared byte for byte (run the other version through
 ``PYTHONPATH``).
 
-    nice python benchmarks/bench_timeline_device.py COPY_OF_PROF_DIR DEVICE [--only msprof,hccl] [--trace]
+    nice python benchmarks/bench_timeline_device.py COPY_OF_PROF_DIR DEVICE [--only msprof,hccl] [--trace] [--kinds timeline,summary]
 
 Run it on a copy (``cp -r``): a dir without a parse cache is decoded and cached first.
 """
@@ -79,6 +79,8 @@ def main() -> None:
     ap.add_argument("device", type=int)
     ap.add_argument("--only", default=None, help="comma-separated timeline exporter names (default: all)")
     ap.add_argument("--trace", action="store_true", help="tracemalloc peaks too (slower)")
+    ap.add_argument("--kinds", default="timeline", help="exporter kinds, comma-separated (timeline,summary: "
+                    "the device's summaries too, in registry order, before its timelines)")
     a = ap.parse_args()
     release_freed_memory()
     prof = Path(a.prof)
@@ -93,21 +95,23 @@ def main() -> None:
     trim()
     only = set(a.only.split(",")) if a.only else None
     exporters = [ex for ex in REGISTRY.values()
-                 if ex.kind == "timeline" and ex.per_device and (only is None or ex.name in only)]
+                 if ex.kind in a.kinds.split(",") and ex.per_device and (only is None or ex.name in only)]
+    exporters.sort(key=lambda ex: ex.kind != "summary")  # the export's order: summaries, then timelines
     out = Path(tempfile.mkdtemp(prefix="tlbench-", dir=prof.parent))
     ctx = ExportContext()
     ctx.scratch = scratch_dir(out)
     naming = Naming(a.device, None, None, "csv", collection_stamp(session))
     print(f"# load {os.getloadavg()[0]:.1f}, session RSS {_status('VmRSS'):.0f} MB")
-    print("| exporter | wall s | CPU s | peak RSS above the session MB |" + (" traced peak MB | where |" if a.trace else ""))
-    print("|---|---|---|---|" + ("---|---|" if a.trace else ""))
+    print("| exporter | wall s | CPU s (user + sys) | MB written | peak RSS above the session MB |"
+          + (" traced peak MB | where |" if a.trace else ""))
+    print("|---|---|---|---|---|" + ("---|---|" if a.trace else ""))
     written: list[Path] = []
     try:
         for ex in exporters:
             trim()
             Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
             r0 = _status("VmRSS")
-            w0, c0 = time.perf_counter(), time.process_time()
+            w0, c0, t0 = time.perf_counter(), time.process_time(), os.times()
             run = (lambda ex=ex: ex.write(session, out, naming, ctx))
             extra = ""
             if a.trace:
@@ -115,8 +119,10 @@ def main() -> None:
                 extra = f" {peak:.0f} | {where} |"
             else:
                 paths = run()
-            w, c = time.perf_counter() - w0, time.process_time() - c0
-            print(f"| {ex.name} | {w:.2f} | {c:.2f} | {_status('VmHWM') - r0:.0f} |{extra}", flush=True)
+            w, c, t1 = time.perf_counter() - w0, time.process_time() - c0, os.times()
+            mb = sum(p.stat().st_size for p in paths) / 1e6
+            print(f"| {ex.kind}:{ex.name} | {w:.2f} | {c:.2f} ({t1.user - t0.user:.2f} + {t1.system - t0.system:.2f}) "
+                  f"| {mb:.1f} | {_status('VmHWM') - r0:.0f} |{extra}", flush=True)
             written += paths
         print_md5s(written)
     finally:
