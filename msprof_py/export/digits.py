@@ -192,9 +192,10 @@ def us3_width(ns: np.ndarray) -> int:
     return len(str(max(abs(lo), abs(hi)) // 1000)) + (1 if lo < 0 else 0) + 4
 
 
-def write_us3(out: np.ndarray, ns: np.ndarray) -> None:
+def write_us3(out: np.ndarray, ns: np.ndarray, decimals: np.ndarray = _DOT3) -> None:
     """Integer ns as µs with exactly three decimals (1234567 -> ``1234.567``): msprof's
-    ``DivideByPowersOfTenWithPrecision``, integer arithmetic, no float rounding."""
+    ``DivideByPowersOfTenWithPrecision``, integer arithmetic, no float rounding.  ``decimals``:
+    the 4 bytes written for each of ``.000`` .. ``.999`` (another table prints them otherwise)."""
     w = out.shape[1]
     neg = ns < 0
     signed = bool(neg.any())
@@ -204,7 +205,7 @@ def write_us3(out: np.ndarray, ns: np.ndarray) -> None:
         write_uint(out[:, 1:w - 4], whole)
     else:
         write_uint(out[:, :w - 4], whole)
-    gather(out[:, w - 4:], _DOT3, frac)
+    gather(out[:, w - 4:], decimals, frac)
 
 
 def round4(width: int) -> int:

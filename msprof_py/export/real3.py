@@ -78,13 +78,23 @@ def real3_width(k: np.ndarray) -> int:
     return us3_width(k)
 
 
+def _trimmed_decimals() -> np.ndarray:
+    """``.ddd`` for 0..999 with the trailing zeros as NUL padding, the first decimal kept
+    (``.500`` -> ``.5``, ``.000`` -> ``.0``, ``.250`` -> ``.25``): a ``(1000, 4)`` uint8 table."""
+    texts = []
+    for f in range(1000):
+        d = f"{f:03d}"
+        d = d.rstrip("0") or "0"
+        texts.append(("." + d).encode().ljust(4, b"\0"))
+    return np.frombuffer(b"".join(texts), np.uint8).reshape(1000, 4)
+
+
+_DECIMALS = _trimmed_decimals()
+
+
 def write_real3(out: np.ndarray, k: np.ndarray) -> None:
     """Thousandths ``k`` into ``out`` (``(len(k), width)`` uint8, width from :func:`real3_width`)
     as SQLite prints ``k / 1000``: ``1500 -> 1.5``, ``2000 -> 2.0``, ``-250 -> -0.25``: the
-    ``%.3f`` text of the µs writer, its trailing zeros then turned into padding (``.000`` keeps
-    its first 0)."""
-    write_us3(out, k)
-    w = out.shape[1]
-    last = out[:, w - 1] == ord("0")
-    out[last, w - 1] = 0
-    out[last & (out[:, w - 2] == ord("0")), w - 2] = 0
+    ``%.3f`` text of the µs writer with its decimals from a table whose trailing zeros are
+    padding (``.000`` keeps its first 0), no pass over the written text."""
+    write_us3(out, k, _DECIMALS)
