@@ -128,7 +128,10 @@ def timed(label: str, cmd: list[str], cwd: Path | None = None, log: Path | None 
 
 
 def fresh_copy(prof: Path, work: Path, tag: str) -> Path:
+    """A fresh copy of ``prof`` under ``work/tag`` (a copy a run before left there, with ``--work``
+    or ``--keep``, is replaced: each tool must start from the raw data alone)."""
     dst = work / tag / prof.name
+    shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(prof, dst, symlinks=True)
     return dst
 
@@ -192,8 +195,11 @@ def main() -> int:
         if p.wall_s > 0 and p.tree_rss_mb > 0:
             print(f"\nmsprof (summary + timeline) {m_wall:.1f} s wall, {m_cpu:.1f} s CPU, {m_rss:,.0f} MB; msprof-py "
                   f"{p.wall_s:.1f} s wall, {p.cpu_s:.1f} s CPU, {p.tree_rss_mb:,.0f} MB: {m_wall / p.wall_s:.1f}x faster "
-                  f"(CPU {m_cpu / max(p.cpu_s, 1e-9):.1f}x), {m_rss / p.tree_rss_mb:.1f}x less memory; "
-                  f"peak = {p.tree_rss_mb / max(raw_mb(a.prof), 1e-9):.1f}x the raw size")
+                  f"(CPU {m_cpu / max(p.cpu_s, 1e-9):.1f}x), {m_rss / p.tree_rss_mb:.1f}x less memory "
+                  f"({max(r.tree_pss_mb for r in runs[:2]) / max(p.tree_pss_mb, 1e-9):.1f}x by PSS, the pages "
+                  f"shared by msprof-py's forked DB processes counted once); "
+                  f"peak = {p.tree_rss_mb / max(raw_mb(a.prof), 1e-9):.1f}x the raw size "
+                  f"({p.tree_pss_mb / max(raw_mb(a.prof), 1e-9):.1f}x by PSS)")
         return 0 if all(r.returncode == 0 for r in runs) else 1
     finally:
         if not a.keep and a.work is None:
