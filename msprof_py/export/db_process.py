@@ -89,7 +89,7 @@ from msprof_py.export.parallel import WorkerDiedError, raise_error
 from msprof_py.export.unified_db import Fill, connect, is_full
 from msprof_py.export.unified_db_tasks import UNREAD_TASK_COLUMNS
 from msprof_py.memory import trim, trim_at_once
-from msprof_py.parse.session import Session
+from msprof_py.parse.session import Session, data_bytes
 
 DB_PROCESS_ENV = "MSPROF_PY_DB_PROCESS"  # "1": the DB by these processes, "0": on a thread; else the rule
 PROCESS_RAW_LIMIT = 192 * 2**20  # bytes of raw data (host + largest device) up to which processes are the default
@@ -108,17 +108,8 @@ def use_processes(prof: Path, devices: Sequence[int]) -> bool:
         return asked == "1"
     if not sys.platform.startswith("linux"):
         return False
-    largest = max((_raw_bytes(prof / f"device_{d}") for d in devices), default=0)
-    return _raw_bytes(prof / "host") + largest <= PROCESS_RAW_LIMIT
-
-
-def _raw_bytes(folder: Path) -> int:
-    """Bytes of the files in ``folder/data`` (0 when there is none)."""
-    try:
-        with os.scandir(folder / "data") as it:
-            return sum(e.stat().st_size for e in it if e.is_file())
-    except OSError:
-        return 0
+    largest = max((data_bytes(prof / f"device_{d}") for d in devices), default=0)
+    return data_bytes(prof / "host") + largest <= PROCESS_RAW_LIMIT
 
 
 @dataclass

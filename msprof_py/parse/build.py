@@ -1,7 +1,6 @@
 """Assemble one PROF dir's tables: host side, each device, join, iterations, communication."""
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from msprof_py.parse.empty_tables import (concat_any, concat_or_empty, empty_dev
 from msprof_py.parse.host import HostData, load_host
 from msprof_py.parse.host_tables import devices_table, fusion_table, memcpy_table
 from msprof_py.parse.join import join_device
-from msprof_py.parse.session import result_dirs
+from msprof_py.parse.session import data_bytes, result_dirs
 from msprof_py.parse.steps import assign, build_steps
 from msprof_py.parse.pmu import table as pmu_table
 
@@ -118,17 +117,9 @@ def _decode_first(stage: HostStage) -> None:
     if stage.ahead is None or stage.host_rd is None:
         return
     first = next((d for d in stage.units if stage.units[d]), None)
-    if first is not None and _data_bytes(stage.host_rd) >= _data_bytes(stage.units[first][0]):
+    if first is not None and data_bytes(stage.host_rd.path) >= data_bytes(stage.units[first][0].path):
         rd = stage.units[first][0]
         stage.ahead.start(rd.path, lambda log: _load(stage, rd, log))
-
-
-def _data_bytes(rd: Any) -> int:
-    """Bytes of the files in a result dir's ``data/`` (0 when unreadable)."""
-    try:
-        return sum(e.stat().st_size for e in os.scandir(rd.path / "data") if e.is_file())
-    except OSError:
-        return 0
 
 
 def _load(stage: HostStage, rd: Any, warnings: WarningLog) -> Any:

@@ -209,17 +209,27 @@ PARSE_PEAK_PER_RAW_BYTE = 3.0
 TABLE_BYTES_PER_RAW_BYTE = 1.0
 
 
+def data_bytes(folder: Path) -> int:
+    """Bytes of the files in ``folder/data`` (a host or device result dir's raw data); 0 when
+    there is no readable ``data`` dir (nothing to decode), files that vanish or cannot be
+    stat'ed while it is read not counted."""
+    total = 0
+    try:
+        with os.scandir(folder / "data") as entries:
+            for e in entries:
+                try:
+                    if e.is_file():
+                        total += e.stat().st_size
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    return total
+
+
 def raw_bytes(prof: Path) -> int:
     """Bytes of the raw data files of one PROF dir (``host/data``, ``device_*/data``)."""
-    total = 0
-    for d in _children(prof):
-        if d.name == HOST_DIR or DEVICE_DIR_RE.match(d.name):
-            data = d / "data"
-            try:
-                total += sum(f.stat().st_size for f in data.iterdir() if f.is_file())
-            except OSError:  # no data dir: nothing to decode
-                pass
-    return total
+    return sum(data_bytes(d) for d in _children(prof) if d.name == HOST_DIR or DEVICE_DIR_RE.match(d.name))
 
 
 def memory_needed(path: str | os.PathLike[str]) -> int:

@@ -30,3 +30,16 @@ def test_load_can_be_told_to_try_anyway(small_prof: Path, monkeypatch: pytest.Mo
 def test_unknown_memory_does_not_stop_a_load(small_prof: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sess, "available_bytes", lambda: None)  # no /proc/meminfo
     assert len(sess.load(small_prof, use_cache=False).tasks) > 0
+
+
+def test_data_bytes_counts_a_result_dirs_raw_files_and_closes_its_listing(tmp_path: Path) -> None:
+    import warnings
+    (tmp_path / "dev" / "data").mkdir(parents=True)
+    (tmp_path / "dev" / "data" / "a.data.slice_0").write_bytes(b"x" * 10)
+    (tmp_path / "dev" / "data" / "b.data.slice_0").write_bytes(b"y" * 5)
+    (tmp_path / "dev" / "data" / "sub").mkdir()  # not a file: not counted
+    (tmp_path / "dev" / "data" / "gone").symlink_to(tmp_path / "nowhere")  # dangling: not counted
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)  # the listing is closed, also on the way out
+        assert sess.data_bytes(tmp_path / "dev") == 15
+        assert sess.data_bytes(tmp_path / "no_such_dir") == 0
