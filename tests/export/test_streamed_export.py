@@ -141,12 +141,8 @@ def test_dead_worker_does_not_hang_when_the_parent_catches_sigterm() -> None:
     assert out.stdout.startswith("died: an export worker process died"), out.stdout
 
 
-@pytest.mark.parametrize("pmu", [False, True])
-def test_device_parts_are_cached_on_a_thread_before_the_index(two_devices: Path, tmp_path: Path,
-                                                              monkeypatch, pmu: bool) -> None:
-    """One process: a device's cache part without PMU rows is pickled on a thread while the next
-    device decodes (the last one's in line; one with PMU rows in line too), every part is written
-    before the index (on a thread beside the device files), and the cache serves the next export."""
+def _log_cache_stores(monkeypatch) -> list[tuple[str, bool]]:
+    """Patch the parse cache's ``store`` to log ``(part, stored on the main thread)`` per call."""
     import threading
 
     from msprof_py.parse import cache
@@ -159,6 +155,18 @@ def test_device_parts_are_cached_on_a_thread_before_the_index(two_devices: Path,
         return ok
 
     monkeypatch.setattr(cache, "store", logged)
+    return log
+
+
+@pytest.mark.parametrize("pmu", [False, True])
+def test_device_parts_are_cached_on_a_thread_before_the_index(two_devices: Path, tmp_path: Path,
+                                                              monkeypatch, pmu: bool) -> None:
+    """One process: a device's cache part without PMU rows is pickled on a thread while the next
+    device decodes (the last one's in line; one with PMU rows in line too), every part is written
+    before the index (on a thread beside the device files), and the cache serves the next export."""
+    from msprof_py.parse import cache
+
+    store, log = cache.store, _log_cache_stores(monkeypatch)
     prof = tmp_path / two_devices.name
     shutil.copytree(two_devices, prof)
     if not pmu:
@@ -221,8 +229,6 @@ def test_one_device_part_and_index_are_cached_on_a_thread(one_device: Path, tmp_
     """A one-device dir's part (PMU rows and all: the export holds it anyway) and the index are
     pickled on one thread while the device's files are written; the files are those of the whole
     session, and the cache serves a second export and ``msprof_py.load`` with the same tables."""
-    import threading
-
     import pandas as pd
 
     from msprof_py.parse import build, cache
@@ -230,14 +236,7 @@ def test_one_device_part_and_index_are_cached_on_a_thread(one_device: Path, tmp_
 
     whole = _export(one_device, tmp_path / "w", monkeypatch, MSPROF_PY_STREAM="0")
     fresh = load(one_device, use_cache=False)
-    store, log = cache.store, []
-
-    def logged(prof, key, data, warnings, part="host"):
-        ok = store(prof, key, data, warnings, part)
-        log.append((part, threading.current_thread() is threading.main_thread()))
-        return ok
-
-    monkeypatch.setattr(cache, "store", logged)
+    store, log = cache.store, _log_cache_stores(monkeypatch)
     prof = tmp_path / "s" / one_device.name
     shutil.copytree(one_device, prof)
     export(prof, ExportOptions())
