@@ -60,6 +60,44 @@ def member(values: np.ndarray, known: np.ndarray) -> np.ndarray:
     return pd.Series(v, copy=False).isin(k).to_numpy(dtype=bool)
 
 
+def first_match(left: list[np.ndarray], right: list[np.ndarray]) -> np.ndarray | None:
+    """Position in ``right`` of the first row equal to each row of ``left`` on every column, -1
+    where none: the ``_i`` of ``left.merge(right.assign(_i=range).drop_duplicates(cols), how="left")``
+    (int64, one per left row, in left order).  Integer columns whose keys, packed together,
+    fit in 63 bits (stream, task, context ids and a run's nanoseconds do): one sort of the
+    packed right keys and a binary search per left row, no hash table of 4 columns.  None when
+    a column is not an integer one or the keys do not fit (the caller merges then)."""
+    nl = len(left[0]) if left else 0
+    if not right or not len(right[0]) or not nl:
+        return np.full(nl, -1, np.int64)
+    ls, rs = [np.asarray(c) for c in left], [np.asarray(c) for c in right]
+    if any(c.dtype.kind not in "iu" for c in ls + rs):
+        return None
+    lows = [min(int(a.min()), int(b.min())) for a, b in zip(ls, rs)]
+    highs = [max(int(a.max()), int(b.max())) for a, b in zip(ls, rs)]
+    bits = [(hi - lo).bit_length() for lo, hi in zip(lows, highs)]
+    if sum(bits) > 63 or min(lows) < -(1 << 63) or max(highs) >= 1 << 63:
+        return None
+
+    def pack(cols: list[np.ndarray]) -> np.ndarray:
+        out = np.zeros(len(cols[0]), np.int64)
+        for c, lo, b in zip(cols, lows, bits):
+            out <<= np.int64(b)
+            out |= c.astype(np.int64, copy=False) - np.int64(lo)
+        return out
+
+    rk = pack(rs)
+    order = np.argsort(rk, kind="stable")  # equal keys keep their row order: the first is the first row
+    rk = rk[order]
+    first = np.ones(len(rk), bool)
+    first[1:] = rk[1:] != rk[:-1]
+    keys, rows = rk[first], order[first]
+    del rk, order, first
+    lk = pack(ls)
+    pos = np.minimum(np.searchsorted(keys, lk), len(keys) - 1)
+    return np.where(keys[pos] == lk, rows[pos], -1).astype(np.int64, copy=False)
+
+
 def last_le(keys: np.ndarray, times: np.ndarray, qkeys: np.ndarray, qtimes: np.ndarray) -> np.ndarray:
     """For each query, the index of the last row with the same key and time <= query time, else -1.
 

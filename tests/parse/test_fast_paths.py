@@ -242,3 +242,32 @@ def test_unique_inverse_as_np_unique(values: list, dtype) -> None:
     u, inv = keys.unique_inverse(v)
     wu, winv = np.unique(v, return_inverse=True)
     assert u.dtype == wu.dtype and u.tolist() == wu.tolist() and inv.tolist() == winv.tolist()
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.sampled_from([0, 2**32 - 1]),
+                          st.integers(-3, 3)), max_size=40),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.sampled_from([0, 2**32 - 1]),
+                          st.integers(-3, 3)), max_size=40),
+       st.sampled_from([0, 2**40, 2**62, -(2**63)]), st.sampled_from([np.int64, np.uint32]))
+@settings(max_examples=300, deadline=None)
+def test_first_match_as_the_merge(left: list, right: list, base: int, dtype) -> None:
+    """The first right row per key, as ``left.merge(right.drop_duplicates(cols), how="left")``;
+    None (the caller merges) where the packed keys would not fit in 63 bits or a column is not
+    an integer one."""
+    cols = ["s", "t", "c", "ns"]
+
+    def frame(rows: list) -> pd.DataFrame:
+        f = pd.DataFrame(rows, columns=cols, dtype=np.int64) if rows else pd.DataFrame({c: np.zeros(0, np.int64)
+                                                                                        for c in cols})
+        return f.astype({"s": dtype, "t": dtype}).assign(ns=f["ns"].to_numpy(np.int64) * 7 + base)
+    a, b = frame(left), frame(right)
+    got = keys.first_match([a[c].to_numpy() for c in cols], [b[c].to_numpy() for c in cols])
+    want = a.merge(b.assign(_i=np.arange(len(b))).drop_duplicates(cols), on=cols, how="left")["_i"]
+    if got is None:
+        assert base == -(2**63) and len(a) and len(b)
+        return
+    assert got.dtype == np.int64 and got.tolist() == want.fillna(-1).astype(np.int64).tolist()
+
+
+def test_first_match_falls_back_for_floats() -> None:
+    assert keys.first_match([np.zeros(2)], [np.zeros(3)]) is None

@@ -25,6 +25,7 @@ import pandas as pd
 
 from msprof_py.errors import WarningLog
 from msprof_py.parse.cats import frame
+from msprof_py.parse.keys import first_match
 from msprof_py.parse.meta import ResultDir
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.assoc import COUNTER_COLS
@@ -76,6 +77,16 @@ def _blocks(tasks: pd.DataFrame, keys: pd.DataFrame) -> tuple[np.ndarray, np.nda
     cols = ["stream_id", "task_id", "context_id", "start_ns"]
     if tasks is None or not len(tasks) or not len(keys):
         return np.zeros(len(keys), np.int64), np.zeros(len(keys), np.int64)
+    got = first_match([keys[c].to_numpy() for c in cols], [tasks[c].to_numpy() for c in cols])
+    if got is not None and all(tasks[c].dtype.kind in "iuf" for c in ("block_num", "mix_block_num")):
+        # (the merge below without its hash tables: one sort of the task keys, a search per key row)
+        hit = got >= 0
+
+        def take(name: str) -> np.ndarray:
+            out = np.zeros(len(keys), np.float64)
+            out[hit] = tasks[name].to_numpy()[got[hit]]
+            return np.nan_to_num(out, nan=0.0).astype(np.int64).clip(min=0)
+        return take("block_num"), take("mix_block_num")
     t = tasks[cols + ["block_num", "mix_block_num"]].drop_duplicates(cols)
     m = keys[cols].merge(t, on=cols, how="left")
     return (m["block_num"].fillna(0).to_numpy(np.int64).clip(min=0),
