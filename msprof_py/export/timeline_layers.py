@@ -131,6 +131,19 @@ def _pick(col: Any, idx: np.ndarray | None) -> Any:
     return col if idx is None else col[idx]
 
 
+def narrow(v: np.ndarray) -> np.ndarray:
+    """An int64 ``int`` argument column as the timeline model holds it until it is rendered: one
+    value for every row -> a broadcast constant (no memory), values within int32 -> int32 (half
+    the bytes), else as it is.  The text is the same (``RowBuilder.int`` writes int32 as it
+    is and one value as a literal); a device's ids were ~16 MB of A's timeline model."""
+    if len(v) == 0:
+        return v
+    lo, hi = int(v.min()), int(v.max())
+    if lo == hi:
+        return const(len(v), lo)
+    return v.astype(np.int32) if -2**31 <= lo and hi < 2**31 else v
+
+
 def hardware_layer(session: Session, device_id: int, tl: Timeline, tasks: DeviceTasks | None = None,
                    replay: ExportContext | None = None) -> pd.DataFrame:
     """One X per device task on its stream thread; returns the task rows shown.
@@ -176,11 +189,11 @@ def hardware_layer(session: Session, device_id: int, tl: Timeline, tasks: Device
             name=_pick(names, idx), pid=const(n, hw_pid), tid=ptid,
             start_ns=_pick(start, idx), dur_ns=_pick(dur, idx), label="device task",
             cache_key=_hw_key(device_id, is_memcpy),
-            args=[Arg("Model Id", "int", _pick(cols["model_id"], idx)),
+            args=[Arg("Model Id", "int", narrow(_pick(cols["model_id"], idx))),
                   Arg("Task Type", "str", _pick(device_type if extra else task_type, idx)),
-                  Arg("Physic Stream Id", "int", ptid), Arg("Task Id", "int", _pick(cols["task_id"], idx)),
-                  Arg("Batch Id", "int", _pick(cols["batch_id"], idx)),
-                  Arg("Subtask Id", "int", _pick(cols["context_id"], idx)),
+                  Arg("Physic Stream Id", "int", ptid), Arg("Task Id", "int", narrow(_pick(cols["task_id"], idx))),
+                  Arg("Batch Id", "int", narrow(_pick(cols["batch_id"], idx))),
+                  Arg("Subtask Id", "int", narrow(_pick(cols["context_id"], idx))),
                   # the C++ analysis prints the id as a uint64 (none: 18446744073709551615)
                   Arg("connection_id", "u64" if cpp else "int", _pick(cols["connection_id"], idx)), *extra]))
     return t

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.base import ExportContext
+from msprof_py.export.table_writer import _chunk_rows
 from msprof_py.export.trace_events import Counters, Flows, Meta, Slices, const
 from msprof_py.export.validate import (flow_problems, id_problems, negative_message, nesting, overlap_message,
                                        overlap_order, viewer_durations)
@@ -179,7 +180,7 @@ def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None,
     if isinstance(s, RenderedSlices) and (ctx is None or s.cache_key not in ctx.rendered):
         raise ValueError(f"layer {s.cache_key} was not rendered by this export")
     if ctx is None or ctx.scratch is None or s.cache_key is None:
-        yield from s.rows().chunks(raw=True)
+        yield from _rendered(s)
         return
     done = ctx.rendered.get(s.cache_key)
     if done is not None:
@@ -187,11 +188,19 @@ def _slice_chunks(s: Slices | RenderedSlices, ctx: ExportContext | None,
         yield SEPARATOR
         return
     start, n = (pos[0] if pos else 0), 0
-    for c in s.rows().chunks(raw=True):
+    for c in _rendered(s):
         n += len(c)
         yield c
     if layers is not None and n:
         layers.append((s.cache_key, start, n))
+
+
+def _rendered(s: Slices) -> Iterator[Any]:
+    """``s``'s rows rendered in chunks of about ``table_writer.CHUNK_BYTES`` per renderer thread
+    (not the default 16 k rows: a device task's row is ~550 bytes of buffer, and the render
+    buffers, their compacted copies and the chunks in flight were the top of A's peak memory)."""
+    rb = s.rows()
+    return rb.chunks(_chunk_rows(rb), raw=True)
 
 
 def _column(parts: list[Slices], c: str) -> np.ndarray:

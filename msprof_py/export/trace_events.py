@@ -90,8 +90,9 @@ class Arg:
 
 
 def _add_value(rb: RowBuilder, kind: str, values: Any, n: int) -> None:
-    if kind == "int":
-        rb.int(np.asarray(values, dtype=np.int64))
+    if kind == "int":  # (int32 stays int32 and int64 as it is: RowBuilder.int; the rest as int64)
+        v = np.asarray(values)
+        rb.int(v if v.dtype in (np.int32, np.int64) else v.astype(np.int64))
     elif kind == "u64":  # an int64 column printed as C++ prints a uint64_t (-1 -> 18446744073709551615)
         v = np.asarray(values, dtype=np.int64)
         if (v < 0).any():

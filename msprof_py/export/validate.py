@@ -54,11 +54,11 @@ def _roots(s: np.ndarray, e: np.ndarray, group: np.ndarray) -> np.ndarray:
     first = np.ones(n, bool)
     first[1:] = group[1:] != group[:-1]
     starts = np.flatnonzero(first)
+    reach = np.empty(n, np.int64)  # the running max before each slice (lifted: see below)
+    reach[0] = 0
     if len(starts) == 1:  # one group: its running max as it is (nothing to lift)
-        reach = np.empty(n, np.int64)
-        reach[0] = 0
         np.maximum.accumulate(e[:-1], out=reach[1:])
-        return first | (reach.astype(np.float64) <= s.astype(np.float64))
+        return _reached(first, reach, s)
     lo, hi = np.minimum.reduceat(e, starts), np.maximum.reduceat(e, starts)
     if int(lo.min()) < -2**61 or int(hi.max()) >= 2**61:
         return _roots_by_groupby(s, e, group)
@@ -66,16 +66,31 @@ def _roots(s: np.ndarray, e: np.ndarray, group: np.ndarray) -> np.ndarray:
     if span * len(starts) >= 2**62:
         return _roots_by_groupby(s, e, group)
     base = np.repeat(lo - np.arange(len(starts), dtype=np.int64) * span, np.diff(np.append(starts, n)))
-    reach = np.empty(n, np.int64)  # the running max before each slice, lifted
-    reach[0] = 0
-    np.maximum.accumulate(e[:-1] - base[:-1], out=reach[1:])
+    np.subtract(e[:-1], base[:-1], out=reach[1:])  # (in place: no temporary of n values)
+    np.maximum.accumulate(reach[1:], out=reach[1:])
     reach += base
-    return first | (reach.astype(np.float64) <= s.astype(np.float64))
+    del base
+    return _reached(first, reach, s)
+
+
+def _reached(first: np.ndarray, reach: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``first | (reach <= s)`` compared as doubles, in blocks (the double copies of a whole
+    timeline's columns were 8 bytes a slice each at the check's peak); ``first`` is reused."""
+    for a in range(0, len(s), VIEWER_BLOCK):
+        b = a + VIEWER_BLOCK
+        first[a:b] |= reach[a:b].astype(np.float64) <= s[a:b].astype(np.float64)
+    return first
 
 
 def _roots_by_groupby(s: np.ndarray, e: np.ndarray, group: np.ndarray) -> np.ndarray:
     prev_reach = pd.Series(e).groupby(group, sort=False).cummax().groupby(group, sort=False).shift(1)
     return (prev_reach.isna() | (prev_reach <= s)).to_numpy()
+
+
+def index_dtype(n: int) -> type:
+    """Positions among ``n`` slices (and -1): int32 below 2**31 slices (the check's index arrays
+    are half the bytes), else int64."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 @dataclass
@@ -102,8 +117,9 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
     copies); when each of them also starts after every earlier one ended (a stream's tasks, the
     Overlap Analysis intervals) every slice is a root of round 1 and the walk ends there."""
     n = len(start)
-    parent = np.full(n, -1, np.int64)
-    prev = np.full(n, -1, np.int64)
+    it = index_dtype(n)
+    parent = np.full(n, -1, it)
+    prev = np.full(n, -1, it)
     bad: list[np.ndarray] = []
     roots: list[np.ndarray] = []
     rounds: list[np.ndarray] = []
@@ -112,24 +128,22 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
     if n:
         one = pid.min() == pid.max() and tid.min() == tid.max()
         if one:
-            thread = np.zeros(n, np.int64)
+            thread = np.zeros(n, it)
+        elif pid.min() == pid.max():  # one process: the tid codes are the thread codes (same order)
+            thread = pd.factorize(tid)[0].astype(it)
         else:
             tcode = pd.factorize(tid)[0].astype(np.int64)
-            if pid.min() == pid.max():  # one process: the tid codes are the thread codes (same order)
-                thread = tcode
-            else:
-                pcode = pd.factorize(pid)[0].astype(np.int64)
-                thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(np.int64)
-                del pcode
-            del tcode
+            pcode = pd.factorize(pid)[0].astype(np.int64)
+            thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(it)
+            del pcode, tcode
         if one and bool((start[1:] > start[:-1]).all()):
-            idx, s, e, group = np.arange(n), start, end, thread  # already in order: no copies
+            idx, s, e, group = np.arange(n, dtype=it), start, end, thread  # already in order: no copies
             root = _roots(s, e, group)
             if root.all():  # nothing nests: each slice's previous sibling is the one before it
                 prev[1:] = idx[:-1]
                 return Nesting(parent, prev, z, z, z, z)
         else:
-            idx = _order(thread, start, end)
+            idx = _order(thread, start, end).astype(it, copy=False)
             s, e, group = start[idx], end[idx], thread[idx]
             root = None
         depth = 0
@@ -144,7 +158,7 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
                 same = group[1:] == group[:-1]
                 prev[idx[1:][same]] = idx[:-1][same]
                 break
-            root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx)), 0))
+            root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx), dtype=it), it(0)))
             r = np.flatnonzero(root)
             if is_slice_group:  # (round 1's roots have no parent)
                 parent[idx[r]] = group[r]
@@ -248,8 +262,8 @@ def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
         nest = nesting(np.asarray(pid), np.asarray(tid), start, start + out)
     # the links, the same in every round: children and their parents, slices and their next
     # sibling (a slice is the previous sibling of at most one), as positions (not masks)
-    kids = np.flatnonzero(nest.parent >= 0)
-    later = np.flatnonzero(nest.prev >= 0)
+    kids = np.flatnonzero(nest.parent >= 0).astype(nest.parent.dtype, copy=False)
+    later = np.flatnonzero(nest.prev >= 0).astype(nest.prev.dtype, copy=False)
     links = (kids, nest.parent[kids], nest.prev[later], later)
     sv = viewer_ns(start)
     changed = np.zeros(len(out), bool)
@@ -266,10 +280,17 @@ def _tighten(out: np.ndarray, sv: np.ndarray, links: tuple[np.ndarray, np.ndarra
     kids, parents, earlier, later = links
     limit = np.full(len(out), np.iinfo(np.int64).max, np.int64)  # latest allowed viewer end
     limit[kids] = sv[parents] + out[parents] - slack_ns
-    # the previous sibling must end before this slice starts
-    limit[earlier] = np.minimum(limit[earlier], sv[later] - slack_ns)
-    end_v = sv + out
-    fix = (end_v > limit) & (end_v - limit <= max_shift_ns) & (limit - sv >= 0)
+    # the previous sibling must end before this slice starts (one temporary of the links' length)
+    t = sv[later]
+    t -= slack_ns
+    np.minimum(t, limit[earlier], out=t)
+    limit[earlier] = t
+    del t
+    fix = np.empty(len(out), bool)
+    for a in range(0, len(out), VIEWER_BLOCK):  # in blocks: the temporaries stay small
+        b = a + VIEWER_BLOCK
+        end_v, lim = sv[a:b] + out[a:b], limit[a:b]
+        fix[a:b] = (end_v > lim) & (end_v - lim <= max_shift_ns) & (lim - sv[a:b] >= 0)
     f = np.flatnonzero(fix)
     out[f] = limit[f] - sv[f]
     return fix
