@@ -35,7 +35,11 @@ stopped (:class:`msprof_py.export.unified_db.Fill`): each waits until the one be
 DB, reads the state the one before pickled (string ids, a device's COMPUTE_TASK_INFO columns;
 its TASK_PMU_INFO rows are staged in a second SQLite file attached as ``stage``), adds its
 device and pickles the state again; the last one writes the tables after the devices' and
-closes the DB.  The export reads the next device only once the previous device's process has
+closes the DB.  A device before the last has its COMPUTE_TASK_INFO and TASK_PMU_INFO rows made
+by its own process in their final form (``Fill.early``: the string ids their tables' turn is
+predicted to give), copied in as they are by the last process (SQLite's transfer optimisation,
+~1/2 the CPU of inserting them there): the last process's work after the text files is the DB's
+critical path with PMU data (issue 12 phase 9, benchmarks/RESULTS.md).  The export reads the next device only once the previous device's process has
 ended (:meth:`DbProcesses.wait_room`), so at most one device's tables are in memory.  The DB's
 bytes are those of the DB written in one go (the main DB file sees the same statements in the
 same order; the staged rows live in the other file).
@@ -278,7 +282,7 @@ class DbProcesses:
             con.execute("PRAGMA stage.journal_mode=OFF")
             con.execute("PRAGMA stage.synchronous=OFF")
             if d == 0:
-                fill = Fill(self.host, self.count, stage="stage")
+                fill = Fill(self.host, self.count, stage="stage", early=True)
             else:
                 with open(self._state(d - 1), "rb") as f:
                     fill, open_tx, extra = pickle.load(f)

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 
 from msprof_py.export.pmu_export import JOIN, match_rows, metric_columns
-from msprof_py.export.unified_db_insert import create_table, insert_lists, values
+from msprof_py.export.unified_db_insert import MAX_PARAMS, create_table, insert_lists, values
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import KEY_COLS
 from msprof_py.parse.session import Session
 
-DB_CHUNK_ROWS = 4_096  # task rows per staging round of TASK_PMU_INFO (see _insert_pmu)
+DB_CHUNK_ROWS = 4_096  # task rows made Python values at a time (_insert_pmu, stage_pmu)
 
 
 def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None,
@@ -92,28 +92,56 @@ _BUILT = "msprof_py_pmu_rows"  # a device's rows in their final form (build_pmu)
 
 
 def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int], rows: np.ndarray,
-                gids: np.ndarray) -> None:
-    """TASK_PMU_INFO rows ``(gids[i], ids[j], cols[j][rows[i]])``, i-major then j, as msprof orders them.
+                gids: np.ndarray, into: str = "TASK_PMU_INFO") -> None:
+    """TASK_PMU_INFO rows ``(gids[i], ids[j], cols[j][rows[i]])``, i-major then j, as msprof orders
+    them, inserted into table ``into`` (TASK_PMU_INFO's columns).
 
-    Without a Python object per value: a chunk of task rows is staged in a TEMP table, one row per
-    task with its metric columns (the columns' ``tolist()``, :func:`insert_lists`), then SQLite
-    itself unfolds each staged row into one row per metric (``INSERT ... SELECT`` over the staged
-    rows CROSS JOIN the metric ids; CROSS JOIN keeps the staged rows as the outer loop, so rows
-    come out in task order without a sort).  The values keep the types they are bound with
-    (staging columns have no affinity), so TASK_PMU_INFO's NUMERIC affinity stores exactly what
-    binding each value directly stored: integers as INTEGER, an integral float as INTEGER, other
-    floats as REAL, NaN as NULL."""
+    One Python value bound per task and metric (and one globalTaskId per task), without a staging
+    table: each statement inserts whole tasks, ``INSERT ... VALUES (?1,id0,?2),(?1,id1,?3),...``
+    (numbered parameters: a task's globalTaskId bound once for its m rows; the name ids are
+    literals of the statement).  Before (phase 8) the tasks were staged in a TEMP table, one row
+    per task, and SQLite unfolded each into its m rows (``INSERT ... SELECT`` with a ``CASE`` of
+    the metric): the same binds plus a second write and read of every value and the CASE; this
+    is ~40 % less CPU (benchmarks/RESULTS.md, issue 12 phase 9).  Each value goes into the
+    table's NUMERIC column as it is bound, so the file is the same: integers as INTEGER, an
+    integral float as INTEGER, other floats as REAL, NaN as NULL."""
     m = len(cols)
-    con.execute(f"CREATE TEMP TABLE {_STAGE} (g, " + ", ".join(f"v{j}" for j in range(m)) + ")")
-    _names(con, ids)
-    try:
-        for lo in range(0, len(rows), DB_CHUNK_ROWS):
-            _stage_rows(con, _STAGE, cols, rows[lo:lo + DB_CHUNK_ROWS], gids[lo:lo + DB_CHUNK_ROWS])
-            _unfold(con, _STAGE, m)
-            con.execute(f"DELETE FROM {_STAGE}")
-    finally:
-        con.execute(f"DROP TABLE IF EXISTS temp.{_STAGE}")
-        con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
+    if not m or not len(rows):
+        return
+    per = max(1, MAX_PARAMS // (m + 1))  # tasks per statement
+    width = m + 1
+
+    def sql(k: int) -> str:
+        return f"INSERT INTO {into} VALUES " + ",".join(
+            f"(?{t * width + 1},{int(ids[j])},?{t * width + j + 2})" for t in range(k) for j in range(m))
+
+    many, one = sql(per), sql(1)
+    for lo in range(0, len(rows), DB_CHUNK_ROWS):
+        r = rows[lo:lo + DB_CHUNK_ROWS]
+        k = len(r)
+        flat: list[Any] = [None] * (k * width)
+        flat[0::width] = gids[lo:lo + DB_CHUNK_ROWS].tolist()
+        for j, c in enumerate(cols):
+            flat[j + 1::width] = _listed(c[r])
+        full = k // per * per
+        if full:
+            con.executemany(many, zip(*[iter(flat[:full * width] if full < k else flat)] * (per * width)))
+        if full < k:
+            con.executemany(one, zip(*[iter(flat[full * width:])] * width))
+
+
+def build_now(con: sqlite3.Connection, rows: PmuRows, ids: list[int], key: int, schema: str = "temp") -> Staged:
+    """:func:`pmu_rows`' ``rows`` in their final form (the metric names given the STRING_IDS
+    ``ids``, those the table's turn is predicted to give) in a table of their own in ``schema``,
+    copied into the DB at TASK_PMU_INFO's turn (:func:`unfold_pmu`: as they are, SQLite's transfer
+    optimisation, ~1/2 the CPU of inserting them then).  For a device whose rows can be made
+    before the table's turn at a time the DB is not the critical path (a DB process of a device
+    before the last, the last device's rows beside the DB, ``unified_db_side``)."""
+    names, cols, pos, gids = rows
+    built = f"{schema}.{_BUILT}_{key}"
+    create_table(con, "TASK_PMU_INFO", table=built)
+    _insert_pmu(con, cols, ids, pos, gids, into=built)
+    return Staged(names, built, len(pos), built, list(ids), len(pos))
 
 
 def _stage_rows(con: sqlite3.Connection, table: str, cols: list[np.ndarray], rows: np.ndarray,
@@ -245,6 +273,12 @@ def _bound(col: np.ndarray) -> list[Any] | str:
     if col.dtype.kind in "fb":
         return col.tolist()
     return [_sql_num(v) for v in col]
+
+
+def _listed(col: np.ndarray) -> list[Any]:
+    """:func:`_bound` as a list always (a column of one integer too)."""
+    b = _bound(col)
+    return col.tolist() if isinstance(b, str) else b
 
 
 def _sql_num(v: Any) -> Any:

@@ -146,13 +146,17 @@ class Fill:
     temporary file; a DB written by one process per device attaches a file of its own,
     :mod:`msprof_py.export.db_process`), its AICORE_FREQ and communication rows.  While the DB
     thread would wait for the next device, :meth:`between` makes what it can of those rows in
-    their final form there, copied in as they are at their table's turn; the last device's
+    their final form there (with ``early``, a DB process per device: :meth:`add` makes them
+    at once), copied in as they are at their table's turn; the last device's
     session itself serves the later tables.  Between two devices the state (everything but
     ``host`` and the last device) pickles: the next device's process goes on from it."""
 
     def __init__(self, host: Session, count: int, stage: str = "temp", whole: bool = False,
-                 side: Side | None = None) -> None:
+                 side: Side | None = None, early: bool = False) -> None:
         self.host, self.count, self.stage, self.whole = host, count, stage, whole  # whole: host is the session
+        # early: a device before the last has its COMPUTE_TASK_INFO and TASK_PMU_INFO rows made in their
+        # final form by add (a DB process per device: that process has its session, the DB is not waited for)
+        self.early = early
         self.side = side
         self.side_ids: tuple[list[str], list[int]] | None = None  # the metrics side makes, their ids
         self.last_cols: list[Any] | None = None  # the last device's COMPUTE_TASK_INFO columns (with side)
@@ -183,10 +187,17 @@ class Fill:
         if i < self.count - 1:
             rows = pmu_db.pmu_rows(s, t if len(t) else None,
                                        np.arange(self.offset, self.offset + len(t), dtype=np.int64))
-            self.held.append(Held(info_columns(session, t, self.offset) if len(t) else None, None,
-                                  pmu_db.stage_pmu(con, rows, i, self.stage) if rows is not None else None,
-                                  s.aicore_freq))
-            del rows  # views of the device's pmu table: they would keep all of it
+            held = Held(info_columns(session, t, self.offset) if len(t) else None, None, None, s.aicore_freq)
+            self.held.append(held)
+            if self.early:
+                self._build_info(con)
+            if rows is not None and self.early:
+                held.pmu = pmu_db.build_now(con, rows, self._predict([h.cols for h in self.held],
+                                                                     [h.pmu for h in self.held[:-1]], rows[0]),
+                                            i, self.stage)
+            elif rows is not None:
+                held.pmu = pmu_db.stage_pmu(con, rows, i, self.stage)
+            del rows, held  # views of the device's pmu table: they would keep all of it
         else:
             self.last = (s, t, self.offset)
             if self.side is not None and len(t):
@@ -205,18 +216,25 @@ class Fill:
         the tables' turn will give if the devices after this one add no string to STRING_IDS (a
         copy of the string ids given the strings interned before them); :func:`copy_info` and
         :func:`pmu_db.unfold_pmu` see whether that held."""
-        held, k = self.held[-1], len(self.held) - 1
+        held = self.held[-1]
         if not idle():
             return
-        if held.cols is not None:
+        self._build_info(con)
+        if held.pmu is not None and held.pmu.done < held.pmu.n:
+            ids = self._predict([h.cols for h in self.held], [h.pmu for h in self.held[:-1]], held.pmu.names)
+            pmu_db.build_pmu(con, held.pmu, ids, idle)
+
+    def _build_info(self, con: sqlite3.Connection) -> None:
+        """The COMPUTE_TASK_INFO rows of the device :meth:`add` was last given (not the last
+        device) in their final form (:func:`build_info`), their strings' ids those predicted for
+        the table's turn (:meth:`between`)."""
+        held, k = self.held[-1], len(self.held) - 1
+        if held.cols is not None and held.info is None:
             sid = self.sid.copy()
             for h in self.held[:-1]:
                 if h.cols is not None:
                     info_ids(h.cols, sid)
             held.info = build_info(con, held.cols, sid, f"{self.stage}.msprof_py_info_{k}")
-        if held.pmu is not None:
-            ids = self._predict([h.cols for h in self.held], [h.pmu for h in self.held[:-1]], held.pmu.names)
-            pmu_db.build_pmu(con, held.pmu, ids, idle)
 
     def _start_side(self, session: Session, s: Session, t: pd.DataFrame) -> None:
         """The last device's TASK_PMU_INFO rows made by ``self.side`` from now on, with their

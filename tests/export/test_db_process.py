@@ -121,3 +121,41 @@ def test_processes_are_the_default_up_to_the_size_limit(two_devices: Path,  # no
     monkeypatch.delenv("MSPROF_PY_DB_PROCESS")
     monkeypatch.setattr(db_process.sys, "platform", "darwin")
     assert not db_process.use_processes(two_devices, [0, 1])  # measured on Linux only
+
+
+@pytest.mark.parametrize("miss", [False, True])
+def test_rows_made_early_by_the_processes(two_devices: Path, tmp_path: Path, miss: bool,  # noqa: F811
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Device 0's process makes its COMPUTE_TASK_INFO and TASK_PMU_INFO rows in their final form
+    (``Fill.early``), copied at their tables' turn: the DB is the one written after the text
+    files, also when the ids predicted for device 0's rows are not those the tables' turn gives
+    (``miss``: every id one too high, the built rows mapped at the copy)."""
+    from msprof_py.export import pmu_db
+    from msprof_py.export.unified_db_strings import StringIds
+
+    log = tmp_path / "log"
+    parent, real_build = os.getpid(), pmu_db.build_now
+
+    def build(*a, **k):  # type: ignore[no-untyped-def]
+        with open(log, "a") as f:
+            f.write(f"build {os.getpid() != parent}\n")
+        return real_build(*a, **k)
+
+    monkeypatch.setattr(pmu_db, "build_now", build)
+    if miss:
+        real_copy = StringIds.copy
+
+        def off(self: StringIds) -> StringIds:
+            other = real_copy(self)
+            other.one("a string of no session")
+            return other
+
+        monkeypatch.setattr(StringIds, "copy", off)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    prof = _copy(two_devices, tmp_path / "p")
+    export(prof, ExportOptions())
+    assert log.read_text().splitlines() == ["build True"]  # device 0's process (the last one inserts its own)
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    after = _copy(two_devices, tmp_path / "s")
+    export(after, ExportOptions())
+    assert _outputs(prof) == _outputs(after) and _leftovers(prof) == []

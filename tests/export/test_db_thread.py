@@ -225,18 +225,18 @@ def test_the_last_devices_pmu_rows_on_their_thread(two_devices: Path, tmp_path: 
     export(ok, ExportOptions())
     assert len(started) == 1 and started[0] > 0 and _leftovers(ok) == []
 
-    real_build = pmu_db.build_pmu
+    real_build = pmu_db.build_now
     running = threading.Event()
 
-    def build(con, staged, ids, more):  # type: ignore[no-untyped-def]
+    def build(con, rows, ids, key, schema="temp"):  # type: ignore[no-untyped-def]
         if not _side_thread():
-            return real_build(con, staged, ids, more)
+            return real_build(con, rows, ids, key, schema)
         if failure == "full":
             raise sqlite3.OperationalError("database or disk is full")
         running.set()  # a statement that runs until interrupted
         con.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c")
 
-    monkeypatch.setattr(pmu_db, "build_pmu", build)
+    monkeypatch.setattr(pmu_db, "build_now", build)
     if failure == "interrupted":  # Ctrl-C when the main thread waits for the DB, the side thread running
 
         def result(self):  # type: ignore[no-untyped-def]
