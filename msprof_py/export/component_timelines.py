@@ -95,7 +95,7 @@ class ComponentTimeline:
             if has_dynamic_launches(session, dev):
                 cann_layer(session, dev, tl, replay=ctx)  # msprof_*.json's layer: its bytes are copied
         elif n == "ge_op_execute":
-            launches = dynamic_launches(session, dev)
+            launches = dynamic_launches(session, dev, ops=False)  # (its op columns are not shown)
             if len(launches):
                 cann_layer(session, dev, tl, launches)
                 _rename_cann(tl, 0, "GE Op Execute")

@@ -14,6 +14,7 @@ from msprof_py.export.session_access import api_of_device, of_device
 from msprof_py.export.summary_format import _stats, dbl, i64, stem, text
 from msprof_py.export.table_writer import Col, write_table
 from msprof_py.export.views import as_cat, cat_isin, is_in, shown_rows
+from msprof_py.parse.keys import member
 from msprof_py.parse.session import Session
 
 RUNTIME_API_HEADER = ["Device_id", "Name", "Time(%)", "Time(us)", "Calls", "Avg(us)", "Min(us)", "Max(us)",
@@ -116,18 +117,32 @@ def has_dynamic_launches(session: Session, device_id: int) -> bool:
     return len(_launch_rows(session, device_id)[0]) > 0
 
 
-def dynamic_launches(session: Session, device_id: int) -> pd.DataFrame:
+def dynamic_launches(session: Session, device_id: int, ops: bool = True) -> pd.DataFrame:
     """Node-level launches of this device whose device task ran a dynamic-shape op, in order of
-    start, with the op's name and type (of the first of its tasks to start)."""
+    start, with the op's name and type (of the first of its tasks to start; ``ops`` False: the
+    API rows alone, as the ge_op_execute timeline reads them)."""
     api = api_of_device(session, device_id)
     apos, tpos = _launch_rows(session, device_id)
     if len(apos) == 0:
         return api.iloc[:0]
     node = api.take(apos)
-    first = session.tasks.take(tpos)
+    if not ops:
+        return node.assign(connection_id=i64(node["connection_id"])).reset_index(drop=True)
     return node.assign(connection_id=i64(node["connection_id"]),
-                       op_name=text(first["op_name"]).astype(str).to_numpy(),
-                       op_type=text(first["op_type"]).astype(str).to_numpy()).reset_index(drop=True)
+                       op_name=_op_texts(session.tasks["op_name"], tpos).to_numpy(),
+                       op_type=_op_texts(session.tasks["op_type"], tpos).to_numpy()).reset_index(drop=True)
+
+
+def _op_texts(col: pd.Series, rows: np.ndarray) -> pd.Series:
+    """``text(col.take(rows)).astype(str)``, each distinct value of a categorical ``col``
+    converted once (not a Python string made per launch: 1 M of them on the single-op million),
+    as a categorical Series; any other column as that expression."""
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        return text(col.take(rows)).astype(str).reset_index(drop=True)
+    # the conversion of every category, and of a missing value (position 0), as astype(str) makes them
+    every = pd.Series(pd.Categorical.from_codes(np.arange(-1, len(col.cat.categories)), dtype=col.dtype))
+    conv = every.astype(str).to_numpy(dtype=object)
+    return pd.Series(pd.Categorical(conv)[col.cat.codes.to_numpy()[rows].astype(np.int64) + 1])
 
 
 # the last (API table, task table, device)'s launch rows: the ge_op_execute summary and timeline
@@ -160,7 +175,7 @@ def _find_launch_rows(session: Session, device_id: int) -> tuple[np.ndarray, np.
     if len(dyn) == 0:
         return none
     tconn = i64(t["connection_id"])[dyn]
-    apos = np.flatnonzero(is_in(api["level"], ["node"]) & np.isin(i64(api["connection_id"]), pd.unique(tconn)))
+    apos = np.flatnonzero(is_in(api["level"], ["node"]) & member(i64(api["connection_id"]), tconn))
     if len(apos) == 0:
         return none
     # the first task per connection id: by start (stable), the first row of each id
@@ -180,11 +195,14 @@ class GeOpExecute:
 
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        node = dynamic_launches(session, dev)
-        if len(node) == 0:
+        apos, tpos = _launch_rows(session, dev)
+        if len(apos) == 0:
             return []
+        # dynamic_launches' columns, the op names and types as categoricals (each text once)
+        node = api_of_device(session, dev)[["thread_id", "name", "start_ns", "end_ns"]].take(apos)
         start = i64(node["start_ns"])
-        cols = [Col.ints(np.full(len(node), dev)), Col.ints(node["thread_id"]), Col.text(node["op_name"].to_numpy()),
-                Col.text(node["op_type"].to_numpy()), Col.text(text(node["name"])), Col.us(start, stamp=True),
-                Col.us(i64(node["end_ns"]) - start)]
+        cols = [Col.ints(np.full(len(node), dev)), Col.ints(node["thread_id"]),
+                Col.text(_op_texts(session.tasks["op_name"], tpos).array),
+                Col.text(_op_texts(session.tasks["op_type"], tpos).array), Col.text(text(node["name"])),
+                Col.us(start, stamp=True), Col.us(i64(node["end_ns"]) - start)]
         return [write_table(stem(out_dir, naming, self.name), GE_OP_EXECUTE_HEADER, cols, naming.summary_format)]

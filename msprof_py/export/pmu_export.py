@@ -119,12 +119,13 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
     na[rows] = False
     na = na[order]
     # each final row's pmu row (-1: none), the one array every lazy column reads
+    src = idx[hit]  # the pmu row of each task that has one (once, not per metric)
     at = np.full(total, -1, np.int64)
-    at[rows] = idx[hit]
+    at[rows] = src
     at = at[order].astype(np.int32 if len(p) < 2**31 else np.int64)
     for name in names:
         values = p[name].to_numpy()
-        vals = values[idx[hit]]
+        vals = values[src]
         headers.append(M.summary_header(name))
         if "cycle" in name:
             cols.append(Col.lazy("int", _lazy(values, at, _as_int64, vals), na_mask=na))
@@ -133,7 +134,7 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
         if exact.all():  # numbers rendered in place (no string per task: 25 metrics x 500 k tasks)
             # the few values SQLite rounds otherwise than numpy (next to a tie), kept by pmu row
             fix = np.flatnonzero(round3_plain(vals) != k)
-            fixes = np.unique(np.stack([idx[hit][fix], k[fix]]), axis=1) if len(fix) else None
+            fixes = np.unique(np.stack([src[fix], k[fix]]), axis=1) if len(fix) else None
             cols.append(Col.lazy("real3", _lazy(values, at, round3_plain, k, fixes), na_mask=na))
         else:  # a NaN / inf / huge value somewhere: each distinct text made once
             cols.append(Col.text(_metric_texts(vals, sqlite_real_text, hit, total, order), number=True))
@@ -146,7 +147,7 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
         cols.append(Col.text(pd.Categorical(extra[order]), number=True))
     if v4 and "aic_mac_ratio" in headers and CUBE_BASE in p.columns:
         headers.append("cube_utilization(%)")
-        cols.append(_cube_usage(p[CUBE_BASE].to_numpy(np.float64)[idx[hit]], hit, total, order, dur_ns))
+        cols.append(_cube_usage(p[CUBE_BASE].to_numpy(np.float64)[src], hit, total, order, dur_ns))
     return headers, cols
 
 

@@ -46,12 +46,16 @@ def overlap_layer(session: Session, device_id: int, tasks: DeviceTasks, comm_ops
     not_overlapped = intervals.difference(communication, computing)
     if not cpp_export(session) and not len(computing[0]) and not len(communication[0]):
         return  # the Python analysis: "Both task data and hccl data are missing", no process at all
-    busy = intervals.union(np.concatenate([computing[0], communication[0]]),
-                           np.concatenate([computing[1], communication[1]]))
     ext = ~cat_isin(as_cat(t["host_task_type"]), OVERLAP_NO_EXTENT) \
         & ~cat_isin(as_cat(t["device_task_type"]), ["UNKNOWN"]) if len(t) else np.zeros(0, bool)
-    lo = [a.min() for a in (start[ext], busy[0]) if len(a)]
-    hi = [a.max() for a in (end[ext], busy[1]) if len(a)]
+    # the extent's ends without a copy of the rows (masked reductions), and the task columns
+    # dropped before the busy union and Free are built (A's peak of the timeline's build)
+    lo = [int(np.min(start, where=ext, initial=np.iinfo(np.int64).max))] if ext.any() else []
+    hi = [int(np.max(end, where=ext, initial=np.iinfo(np.int64).min))] if ext.any() else []
+    del start, end, ext, comp, comm_kernel
+    busy = intervals.union_of(computing, communication)
+    lo += [busy[0].min()] if len(busy[0]) else []
+    hi += [busy[1].max()] if len(busy[1]) else []
     free = (np.array([], np.int64), np.array([], np.int64))
     if legacy_layout(session):  # that msprof's Free: only the gaps between busy sections
         lo, hi = [busy[0].min()] if len(busy[0]) else [], [busy[1].max()] if len(busy[1]) else []

@@ -52,3 +52,34 @@ def test_union_of_rows_in_start_order_or_not(rows: list) -> None:
     assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
     covered = {t for x, y in zip(s.tolist(), e.tolist()) for t in range(x, y)}
     assert covered == {t for x, y in zip(*a) for t in range(int(x), int(y))}
+
+
+def _union_before(start: np.ndarray, end: np.ndarray) -> intervals.Intervals:
+    """union as it was (position arrays of each run's first and last interval)."""
+    if len(start) == 0:
+        return start[:0], end[:0]
+    o = np.argsort(start, kind="stable")
+    s, e = start[o], end[o]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return s[first], reach[last]
+
+
+@given(raw, raw, st.booleans())
+@settings(max_examples=400, deadline=None)
+def test_union_of_two_sets_equals_the_union_of_both(rows_a: list, rows_b: list, unite: bool) -> None:
+    """union (masks) and union_of (b inserted into a, no sort) against a sort of every interval;
+    ``unite``: the sets are unions (disjoint), else raw intervals (overlapping, unsorted too)."""
+    sets = []
+    for rows in (rows_a, rows_b):
+        s = np.array([r[0] for r in rows], np.int64)
+        e = s + np.array([r[1] for r in rows], np.int64)
+        sets.append(intervals.union(s, e) if unite else (s, e))
+    (a_s, a_e), (b_s, b_e) = sets
+    want = _union_before(np.concatenate([a_s, b_s]), np.concatenate([a_e, b_e]))
+    for got in (intervals.union_of(sets[0], sets[1]),
+                intervals.union(np.concatenate([a_s, b_s]), np.concatenate([a_e, b_e]))):
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

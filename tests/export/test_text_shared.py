@@ -110,3 +110,17 @@ def test_runtime_api_stats_by_category_codes_equal_the_strings() -> None:
                                 "dur_ns": (api["end_ns"] - api["start_ns"]).to_numpy()}), ["name", "pid", "tid"])
     got = ls._name_stats(api)
     pd.testing.assert_frame_equal(got, want)
+
+
+@pytest.mark.parametrize("values", [["a", None, "b", "a"], ["nan", None, "x"], [None, None], ["a", "b"]])
+@pytest.mark.parametrize("categorical", [True, False])
+def test_op_texts_as_astype_str(values: list, categorical: bool) -> None:
+    """ge_op_execute's op names: each distinct category converted once, the same texts (missing
+    values as ``astype(str)`` makes them) as the expression it replaced, row by row."""
+    col = pd.Series(values * 3, dtype="category" if categorical else object)
+    rows = np.array([5, 0, 1, 1, 2, len(col) - 1], np.int64)
+    want = text(col.take(rows)).astype(str).to_numpy()
+    got = ls._op_texts(col, rows).to_numpy()
+    assert got.dtype == want.dtype and len(got) == len(want)
+    assert [("<NA>" if x is None or x != x else x) for x in got] == [("<NA>" if x is None or x != x else x)
+                                                                    for x in want]

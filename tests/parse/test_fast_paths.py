@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from msprof_py.errors import WarningLog
 from msprof_py.parse import cats, cpp_time, keys
-from msprof_py.parse.records import stars_soc
+from msprof_py.parse.records import api_event, stars_soc
 from msprof_py.raw import stars_soc as raw
 
 
@@ -271,3 +271,32 @@ def test_first_match_as_the_merge(left: list, right: list, base: int, dtype) -> 
 
 def test_first_match_falls_back_for_floats() -> None:
     assert keys.first_match([np.zeros(2)], [np.zeros(3)]) is None
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(1, 50), st.integers(0, 60),
+                          st.sampled_from(["api", "event", "bad"])), max_size=25))
+@settings(max_examples=200, deadline=None)
+def test_api_event_rows_with_and_without_events(recs: list) -> None:
+    """With no event record (and none dropped) the decoded columns are returned as they are,
+    otherwise gathered: the same rows and values either way, each column an array of its own."""
+    from msprof_py.parse.reader import Decoded, Stream
+    from msprof_py.parse.records.parts import DecodeContext, Parts
+    from msprof_py.raw import api_event as raw
+    from msprof_py.raw.common import EVENT_FLAG
+
+    a = np.zeros(len(recs), raw.DTYPE)
+    for i, (lv, th, ty, b, kind) in enumerate(recs):
+        end = EVENT_FLAG if kind == "event" else (b - 1 if kind == "bad" and b else b + 5)
+        a[i] = (0, lv, ty, th, 7, b, end, 3)
+    parts = Parts([Decoded([a], Stream("api_event.data", True), 0, raw.DTYPE)], raw.DTYPE)
+    out = api_event.decode(parts, DecodeContext())
+    keep = (a["end"] != EVENT_FLAG) & (a["end"] >= a["timestamp"])
+    # the API rows, in file order, with their own values; the paired events' start rows among them
+    api_pos = np.flatnonzero(keep)
+    got_api = ~out["is_event"]
+    assert out["start"][got_api].tolist() == a["timestamp"][api_pos].tolist()
+    assert out["end"][got_api].tolist() == a["end"][api_pos].tolist()
+    assert out["connection_id"][got_api].tolist() == api_pos.tolist()
+    assert (out["request_id"][got_api] == -1).all() and (out["request_id"][~got_api] == 7).all()
+    assert len({id(v) for v in out.values()}) == len(out)  # no two columns share an array
+    assert all(v.base is None or not np.shares_memory(v, a) for v in out.values())
