@@ -33,16 +33,18 @@ processes take turns on the DB file, in device order, each going on from where t
 stopped (:class:`msprof_py.export.unified_db.Fill`): each waits until the one before has ended
 (a pipe whose only writer is that process: end of file when it exits, killed or not), opens the
 DB, reads the state the one before pickled (string ids, a device's COMPUTE_TASK_INFO columns;
-its TASK_PMU_INFO rows are staged in a second SQLite file attached as ``stage``), adds its
+its TASK_PMU_INFO rows are made in a second SQLite file attached as ``stage``), adds its
 device and pickles the state again; the last one writes the tables after the devices' and
 closes the DB.  A device before the last has its COMPUTE_TASK_INFO and TASK_PMU_INFO rows made
 by its own process in their final form (``Fill.early``: the string ids their tables' turn is
 predicted to give), copied in as they are by the last process (SQLite's transfer optimisation,
 ~1/2 the CPU of inserting them there): the last process's work after the text files is the DB's
-critical path with PMU data (issue 12 phase 9, benchmarks/RESULTS.md).  The export reads the next device only once the previous device's process has
-ended (:meth:`DbProcesses.wait_room`), so at most one device's tables are in memory.  The DB's
-bytes are those of the DB written in one go (the main DB file sees the same statements in the
-same order; the staged rows live in the other file).
+critical path with PMU data (issue 12 phase 9, benchmarks/RESULTS.md; the last device's rows on a
+thread of that process beside its other tables, as the DB thread does, cost 1.3-2.8 s of CPU and
+27-47 MB of tree PSS more on B' there).  The export reads the next device only once the previous
+device's process has ended (:meth:`DbProcesses.wait_room`), so at most one device's tables are in
+memory.  The DB's bytes are those of the DB written in one go (the main DB file is given the same
+rows in the same order; the rows made early live in the other file).
 
 Fork safety: the export forks between two devices, when no other thread of its own runs (the
 text writers' chunk-writer threads and the row renderer's pool end with their file, the parse
