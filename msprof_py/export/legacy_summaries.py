@@ -14,7 +14,6 @@ from msprof_py.export.session_access import api_of_device, of_device
 from msprof_py.export.summary_format import _stats, dbl, i64, stem, text
 from msprof_py.export.table_writer import Col, write_table
 from msprof_py.export.views import as_cat, cat_isin, is_in, shown_rows
-from msprof_py.parse.keys import member
 from msprof_py.parse.session import Session
 
 RUNTIME_API_HEADER = ["Device_id", "Name", "Time(%)", "Time(us)", "Calls", "Avg(us)", "Min(us)", "Max(us)",
@@ -175,7 +174,7 @@ def _find_launch_rows(session: Session, device_id: int) -> tuple[np.ndarray, np.
     if len(dyn) == 0:
         return none
     tconn = i64(t["connection_id"])[dyn]
-    apos = np.flatnonzero(is_in(api["level"], ["node"]) & member(i64(api["connection_id"]), tconn))
+    apos = np.flatnonzero(is_in(api["level"], ["node"]) & np.isin(i64(api["connection_id"]), pd.unique(tconn)))
     if len(apos) == 0:
         return none
     # the first task per connection id: by start (stable), the first row of each id
