@@ -7,6 +7,7 @@ buffer (a single copy, no per-record Python) and viewed with the kind's dtype.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import stat
 from dataclasses import dataclass, field
@@ -147,6 +148,28 @@ class Decoded:
         if not arrays:
             return np.zeros(0, dtype=(view if view is not None else self.dtype)[name])
         return np.concatenate(arrays) if len(arrays) > 1 else np.array(arrays[0])
+
+    def release(self) -> None:
+        """Drop the mapped records' pages from this process's resident memory (``MADV_DONTNEED``
+        on the read-only file maps: the pages stay in the page cache and a later read faults
+        them in again, so nothing read changes).  For a decoder that has taken its fields and
+        goes on with its own columns: on the 1M-task collection A a device's 62 MB of STARS logs
+        were resident through the whole start/end pairing.  A no-op where there is no madvise."""
+        advice = getattr(mmap, "MADV_DONTNEED", None)
+        if advice is None:
+            return
+        done: set[int] = set()
+        for c in self.chunks:
+            m, b = None, c
+            while m is None and b is not None:  # a chunk is an array over the slice's np.memmap
+                m, b = getattr(b, "_mmap", None), getattr(b, "base", None)
+            if m is None or id(m) in done:
+                continue
+            done.add(id(m))
+            try:
+                m.madvise(advice)
+            except (OSError, ValueError):  # closed, or not advisable here: only memory is at stake
+                pass
 
     def byte_rows(self):
         """Yield ``(first record index, (n, itemsize) uint8 view)`` per chunk (no copy)."""

@@ -50,7 +50,9 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
         tcode = sqe.astype(np.int64)
     f = func[idx]
     is_start = (f == raw.FUNC_ACSQ_START) | (f == raw.FUNC_FFTS_START)
-    return pair(stream, task, ctx_id, parts.col("timestamp")[idx], is_start, tcode, warnings, parts.label)
+    ts = parts.col("timestamp")[idx]
+    parts.release()  # every field is taken: the logs' pages need not stay resident through the pairing
+    return pair(stream, task, ctx_id, ts, is_start, tcode, warnings, parts.label)
 
 
 def pair(stream, task, ctx, ts, is_start, tcode, warnings: WarningLog, where: str) -> dict[str, np.ndarray]:
