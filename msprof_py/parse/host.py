@@ -122,7 +122,7 @@ def _communication(kinds: KindReader, ticks: Ticks, host: HostApi,
     nt = node_type.index_of(np.maximum(node_anc, 0))
     nt = np.where(node_anc >= 0, nt, -1)
     ops = frame({"hccl_api": hccl_idx, "node_api": node_anc,
-                        "op_name": np.asarray(host.item, dtype=object)[hccl_idx],
+                        "op_name": np.asarray(host.item[hccl_idx], dtype=object),  # (not all 4.2 M names as objects)
                         "model_id": take_or(host.model_of_api, model_anc, INVALID_U32),
                         "request_id": take_or(a["request_id"], model_anc, -1),
                         "connection_id": a["connection_id"][hccl_idx],
