@@ -1,11 +1,13 @@
-"""TASK_PMU_INFO rows: the staged insert (``pmu_db._insert_pmu``) against binding every value
-on its own, the way the table was filled before (same rows, same order, same storage classes)."""
+"""TASK_PMU_INFO rows: the insert of whole tasks per statement (``pmu_db._insert_pmu``) against
+binding every value on its own, the way the table was filled at first (same rows, same order,
+same storage classes)."""
 from __future__ import annotations
 
 import sqlite3
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from msprof_py.export import pmu_db
@@ -32,8 +34,11 @@ def _reference(p: pd.DataFrame, names: list[str], pos: np.ndarray, gids: list[in
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 9), data=st.data(), chunk=st.sampled_from([1, 2, 4096]))
-def test_staged_insert_equals_per_value_insert(n: int, data: st.DataObject, chunk: int) -> None:
+@given(n=st.integers(1, 9), data=st.data(), chunk=st.sampled_from([1, 2, 4096]),
+       params=st.sampled_from([5, 10, 15, 999]))
+def test_insert_equals_per_value_insert(n: int, data: st.DataObject, chunk: int, params: int) -> None:
+    """``params``: the parameters per statement (4 metrics and the globalTaskId per task: 1, 2, 3
+    or all tasks of a chunk per statement, and the tasks left over one statement each)."""
     p = pd.DataFrame({
         "aic_total_cycles": np.array(data.draw(st.lists(st.one_of(st.integers(0, 2**62), st.just(2**53 + 1)),
                                                                     min_size=n, max_size=n)), np.int64),
@@ -47,15 +52,37 @@ def test_staged_insert_equals_per_value_insert(n: int, data: st.DataObject, chun
     ids = [7, 3, 9, 1]
     con = sqlite3.connect(":memory:")
     con.execute("CREATE TABLE TASK_PMU_INFO (globalTaskId INTEGER, name INTEGER, value NUMERIC)")
-    old = pmu_db.DB_CHUNK_ROWS
-    pmu_db.DB_CHUNK_ROWS = chunk
+    old = pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS
+    pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS = chunk, params
     try:
         pmu_db._insert_pmu(con, [p[c].to_numpy() for c in names], ids, pos, np.asarray(gids, np.int64))
     finally:
-        pmu_db.DB_CHUNK_ROWS = old
+        pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS = old
     assert _dump(con) == _reference(p, names, pos, gids, ids)
     # the staging tables are gone (a second device's call creates them again)
     assert not con.execute("SELECT name FROM sqlite_temp_master").fetchall()
+
+
+@pytest.mark.parametrize("params", [5, 11, 15, 999])
+def test_insert_of_many_tasks_per_statement(params: int) -> None:
+    """Distinct values in 50 tasks, 1-3 or all tasks of a chunk per statement (``params``) and
+    chunks of 16: each value in its task's and metric's row."""
+    p = pd.DataFrame({"aic_total_cycles": np.arange(50, dtype=np.int64) * 3,
+                      "aic_mac_ratio": np.arange(50) / 7, "aic_vec_ratio": np.arange(50) * 2.0,
+                      "odd": pd.Series(list(range(50)), dtype=object)})
+    names = list(p.columns)
+    pos = np.arange(49, -1, -1, dtype=np.int64)
+    gids = list(range(100, 150))
+    ids = [7, 3, 9, 1]
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE TASK_PMU_INFO (globalTaskId INTEGER, name INTEGER, value NUMERIC)")
+    old = pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS
+    pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS = 16, params
+    try:
+        pmu_db._insert_pmu(con, [p[c].to_numpy() for c in names], ids, pos, np.asarray(gids, np.int64))
+    finally:
+        pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS = old
+    assert _dump(con) == _reference(p, names, pos, gids, ids)
 
 
 def test_db_tables_two_devices_in_task_order() -> None:
