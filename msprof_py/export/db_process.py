@@ -43,7 +43,10 @@ critical path with PMU data (issue 12 phase 9, benchmarks/RESULTS.md; the last d
 thread of that process beside its other tables, as the DB thread does, cost 1.3-2.8 s of CPU and
 27-47 MB of tree PSS more on B' there).  The export reads the next device only once the previous
 device's process has ended (:meth:`DbProcesses.wait_room`), so at most one device's tables are in
-memory.  The DB's bytes are those of the DB written in one go (the main DB file is given the same
+memory; it tells that process first (closing a pipe), which then stops making rows early and
+hands the tasks it has not made over in a file (``pmu_db.build_now``), inserted by the last
+process at TASK_PMU_INFO's turn: the export no longer waits ~0.7 s for it on B' (issue 12 phase
+9b).  The DB's bytes are those of the DB written in one go (the main DB file is given the same
 rows in the same order; the rows made early live in the other file).
 
 Fork safety: the export forks between two devices, when no other thread of its own runs (the
@@ -81,7 +84,7 @@ import signal
 import sqlite3
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,6 +125,7 @@ def use_processes(prof: Path, devices: Sequence[int]) -> bool:
 class _Proc:
     pid: int
     status_fd: int  # read end of the pipe the process reports on
+    go_fd: int = -1  # write end of the pipe closed when the export reaches the next device (wait_room)
     code: int | None = None  # wait status once reaped
 
 
@@ -140,8 +144,11 @@ class DbProcesses:
 
     # -- the export's process
     def wait_room(self) -> None:
-        """Block until the previous device's process has ended (it let go of that device)."""
+        """Block until the previous device's process has ended (it let go of that device): told
+        first that the export has reached the next device, it hands over the rows it has not yet
+        made early (``Fill.more``) and ends."""
         if self.procs:
+            self._go(self.procs[-1])
             self._reap(self.procs[-1])
 
     def put(self, session: Session) -> None:
@@ -152,6 +159,7 @@ class DbProcesses:
         trim()  # free heap pages handed back first: the two processes would each keep a copy of one the other reuses
         status_r, status_w = os.pipe()
         chain_r, chain_w = os.pipe()
+        go_r, go_w = os.pipe()
         # Ctrl-C (SIGINT to the whole process group) held back across the fork: in the new process
         # before it ignores SIGINT, a KeyboardInterrupt would return into the export's own code there
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if _MASK else None
@@ -163,13 +171,14 @@ class DbProcesses:
             _unmask(mask)
             raise
         if pid == 0:  # the DB process: never returns
-            self._child(d, session, status_w, (status_r, chain_r), mask)
+            self._child(d, session, status_w, (status_r, chain_r, go_w), mask, go_r)
         os.close(status_w)
         os.close(chain_w)  # the process holds the only write end: its exit is the next one's start
+        os.close(go_r)
         if self.prev is not None:
             os.close(self.prev)
         self.prev = chain_r
-        self.procs.append(_Proc(pid, status_r))
+        self.procs.append(_Proc(pid, status_r, go_w))
         _unmask(mask)  # a Ctrl-C meanwhile: raised here, the process known to stop()
 
     def result(self) -> list[Path]:
@@ -205,6 +214,7 @@ class DbProcesses:
                     pass
                 self._reap(p)
         for p in self.procs:
+            self._go(p)
             if p.status_fd >= 0:
                 os.close(p.status_fd)
                 p.status_fd = -1
@@ -213,6 +223,12 @@ class DbProcesses:
             self.prev = None
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    @staticmethod
+    def _go(p: _Proc) -> None:
+        if p.go_fd >= 0:
+            os.close(p.go_fd)  # (end of file for the process: the export has reached the next device)
+            p.go_fd = -1
 
     @staticmethod
     def _reap(p: _Proc) -> None:
@@ -230,7 +246,8 @@ class DbProcesses:
             return None
 
     # -- a DB process
-    def _child(self, d: int, session: Session, status_w: int, other: tuple[int, int], mask: Any) -> None:
+    def _child(self, d: int, session: Session, status_w: int, other: tuple[int, ...], mask: Any,
+               go_r: int) -> None:
         status: tuple[Any, ...] = ("skip",)
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the export stops us (stop)
@@ -238,10 +255,13 @@ class DbProcesses:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             for fd in other:
                 os.close(fd)
+            for p in self.procs:  # (the earlier processes' ended: the export closed their go_fd)
+                if p.go_fd >= 0:
+                    os.close(p.go_fd)
             _own_stdio()
             view = self._own(session)
             del session
-            status = self._add(d, view)
+            status = self._add(d, view, go_r)
         except MsprofError as err:
             status = ("error", "msprof", (type(err), str(err), err.exit_code))
         except BaseException as err:  # noqa: BLE001  (handed to the export's process)
@@ -270,7 +290,7 @@ class DbProcesses:
         trim()
         return view
 
-    def _add(self, d: int, session: Session) -> tuple[Any, ...]:
+    def _add(self, d: int, session: Session, go_r: int = -1) -> tuple[Any, ...]:
         if d > 0:
             while os.read(self.prev, 1 << 12):  # type: ignore[arg-type]  (the previous process ended)
                 pass
@@ -291,7 +311,10 @@ class DbProcesses:
                 fill.host = self.host
                 if open_tx:  # one connection would still be in the transaction the last process began
                     con.execute("BEGIN")
+            if go_r >= 0:  # rows made early until the export reaches the next device (then handed over)
+                fill.more, fill.rest_dir = _waiting(go_r), self.dir
             fill.add(con, session)
+            fill.more = None
             del session
             trim()  # the device's temporaries (the last device's too: Fill.add trims the others')
             if d == self.count - 1:
@@ -320,6 +343,20 @@ class DbProcesses:
 
 
 _MASK = hasattr(signal, "pthread_sigmask")
+
+
+def _waiting(go_r: int) -> Callable[[], bool]:
+    """Whether the export is still short of the next device: the pipe ``go_r`` still has a writer
+    (:meth:`DbProcesses._go` closes it)."""
+    os.set_blocking(go_r, False)
+
+    def more() -> bool:
+        try:
+            return os.read(go_r, 1) != b""
+        except BlockingIOError:
+            return True
+
+    return more
 
 
 def _unmask(mask: Any) -> None:

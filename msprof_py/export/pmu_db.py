@@ -5,9 +5,11 @@ Columns: :data:`msprof_py.export.unified_db_insert.TABLES`.
 """
 from __future__ import annotations
 
+import pickle
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -92,7 +94,7 @@ _BUILT = "msprof_py_pmu_rows"  # a device's rows in their final form (build_pmu)
 
 
 def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int], rows: np.ndarray,
-                gids: np.ndarray, into: str = "TASK_PMU_INFO") -> None:
+                gids: np.ndarray, into: str = "TASK_PMU_INFO", more: Callable[[], bool] | None = None) -> int:
     """TASK_PMU_INFO rows ``(gids[i], ids[j], cols[j][rows[i]])``, i-major then j, as msprof orders
     them, inserted into table ``into`` (TASK_PMU_INFO's columns).
 
@@ -104,10 +106,13 @@ def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int],
     the metric): the same binds plus a second write and read of every value and the CASE; this
     is ~40 % less CPU (benchmarks/RESULTS.md, issue 12 phase 9).  Each value goes into the
     table's NUMERIC column as it is bound, so the file is the same: integers as INTEGER, an
-    integral float as INTEGER, other floats as REAL, NaN as NULL."""
+    integral float as INTEGER, other floats as REAL, NaN as NULL.
+
+    ``more``: asked before each :data:`DB_CHUNK_ROWS` tasks after the first; the insert stops
+    when it says no.  Returns the number of tasks inserted (their rows: the first ones)."""
     m = len(cols)
     if not m or not len(rows):
-        return
+        return len(rows)
     per = max(1, MAX_PARAMS // (m + 1))  # tasks per statement
     width = m + 1
 
@@ -117,6 +122,8 @@ def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int],
 
     many, one = sql(per), sql(1)
     for lo in range(0, len(rows), DB_CHUNK_ROWS):
+        if lo and more is not None and not more():
+            return lo
         r = rows[lo:lo + DB_CHUNK_ROWS]
         k = len(r)
         flat: list[Any] = [None] * (k * width)
@@ -128,20 +135,53 @@ def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int],
             con.executemany(many, zip(*[iter(flat[:full * width] if full < k else flat)] * (per * width)))
         if full < k:
             con.executemany(one, zip(*[iter(flat[full * width:])] * width))
+    return len(rows)
 
 
-def build_now(con: sqlite3.Connection, rows: PmuRows, ids: list[int], key: int, schema: str = "temp") -> Staged:
+def build_now(con: sqlite3.Connection, rows: PmuRows, ids: list[int], key: int, schema: str = "temp",
+              more: Callable[[], bool] | None = None, rest: Path | None = None) -> Staged:
     """:func:`pmu_rows`' ``rows`` in their final form (the metric names given the STRING_IDS
     ``ids``, those the table's turn is predicted to give) in a table of their own in ``schema``,
     copied into the DB at TASK_PMU_INFO's turn (:func:`unfold_pmu`: as they are, SQLite's transfer
     optimisation, ~1/2 the CPU of inserting them then).  For a device whose rows can be made
     before the table's turn at a time the DB is not the critical path (a DB process of a device
-    before the last, the last device's rows beside the DB, ``unified_db_side``)."""
+    before the last, the last device's rows beside the DB, ``unified_db_side``).
+
+    ``more`` / ``rest``: the rows are made while ``more()`` says so (asked every
+    :data:`DB_CHUNK_ROWS` tasks); the tasks not made then are handed over as their values in the
+    file ``rest`` (:func:`_hand_over`), inserted at the table's turn by :func:`unfold_pmu`.  Why:
+    a DB process of a device before the last must end before the export reads the next device
+    (one device's tables in memory), and the export would wait for it (issue 12 phase 9b,
+    benchmarks/RESULTS.md)."""
     names, cols, pos, gids = rows
     built = f"{schema}.{_BUILT}_{key}"
     create_table(con, "TASK_PMU_INFO", table=built)
-    _insert_pmu(con, cols, ids, pos, gids, into=built)
-    return Staged(names, built, len(pos), built, list(ids), len(pos))
+    done = _insert_pmu(con, cols, ids, pos, gids, into=built, more=more)
+    if done < len(pos):
+        assert rest is not None
+        _hand_over(rest, cols, pos[done:], gids[done:])
+    return Staged(names, built, len(pos), built, list(ids), done, str(rest) if done < len(pos) else None)
+
+
+def _hand_over(path: Path, cols: list[np.ndarray], pos: np.ndarray, gids: np.ndarray) -> None:
+    """The TASK_PMU_INFO input of tasks ``pos`` (globalTaskIds ``gids``) in the file ``path``: one
+    pickle per :data:`DB_CHUNK_ROWS` tasks, ``[gids, value column per metric]`` (read back a
+    chunk at a time by :func:`_insert_rest`: no more memory than a chunk on either side)."""
+    with open(path, "wb") as f:
+        for lo in range(0, len(pos), DB_CHUNK_ROWS):
+            r = pos[lo:lo + DB_CHUNK_ROWS]
+            pickle.dump([gids[lo:lo + DB_CHUNK_ROWS], *[c[r] for c in cols]], f, protocol=5)
+
+
+def _insert_rest(con: sqlite3.Connection, path: str, ids: list[int]) -> None:
+    """TASK_PMU_INFO rows of the tasks :func:`_hand_over` wrote in ``path`` (name ids ``ids``)."""
+    with open(path, "rb") as f:
+        while True:
+            try:
+                g, *cols = pickle.load(f)
+            except EOFError:
+                return
+            _insert_pmu(con, cols, ids, np.arange(len(g)), g)
 
 
 def _stage_rows(con: sqlite3.Connection, table: str, cols: list[np.ndarray], rows: np.ndarray,
@@ -180,6 +220,7 @@ class Staged:
     built: str | None = None
     ids: list[int] | None = None
     done: int = 0
+    rest: str | None = None  # the file of the tasks after ``done`` (build_now handed them over), not ``table``
 
 
 def stage_pmu(con: sqlite3.Connection, rows: PmuRows, key: int, schema: str = "temp") -> Staged:
@@ -240,7 +281,9 @@ def unfold_pmu(con: sqlite3.Connection, staged: Staged, string_id: Any, created:
         if staged.built is not None:
             assert staged.ids is not None
             as_they_are = copy_built(con, staged.built, staged.ids, final)
-        if staged.done < staged.n:
+        if staged.rest is not None:
+            _insert_rest(con, staged.rest, final)
+        elif staged.done < staged.n:
             _names(con, final)
             _unfold(con, staged.table, len(staged.names), rows=(staged.done, staged.n) if staged.done else None)
     finally:
@@ -248,6 +291,8 @@ def unfold_pmu(con: sqlite3.Connection, staged: Staged, string_id: Any, created:
             con.execute(f"DROP TABLE IF EXISTS {staged.built}")
         con.execute(f"DROP TABLE IF EXISTS {staged.table}")
         con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
+        if staged.rest is not None:
+            Path(staged.rest).unlink(missing_ok=True)
     return as_they_are
 
 

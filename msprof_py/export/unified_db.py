@@ -157,6 +157,10 @@ class Fill:
         # early: a device before the last has its COMPUTE_TASK_INFO and TASK_PMU_INFO rows made in their
         # final form by add (a DB process per device: that process has its session, the DB is not waited for)
         self.early = early
+        # with early: whether to go on making a device's rows early (the export has not yet reached the
+        # next device), and the dir of the files the rows not made are handed over in (pmu_db.build_now)
+        self.more: Callable[[], bool] | None = None
+        self.rest_dir: Path | None = None
         self.side = side
         self.side_ids: tuple[list[str], list[int]] | None = None  # the metrics side makes, their ids
         self.last_cols: list[Any] | None = None  # the last device's COMPUTE_TASK_INFO columns (with side)
@@ -173,7 +177,10 @@ class Fill:
 
     def __getstate__(self) -> dict[str, Any]:
         assert self.last is None and self.side is None  # only between devices, in one process
-        return {k: v for k, v in self.__dict__.items() if k != "host"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("host", "more")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, more=None)
 
     def add(self, con: sqlite3.Connection, s: Session) -> None:
         """Device ``self.i``'s session (all of the tables of a whole-session DB)."""
@@ -189,12 +196,14 @@ class Fill:
                                        np.arange(self.offset, self.offset + len(t), dtype=np.int64))
             held = Held(info_columns(session, t, self.offset) if len(t) else None, None, None, s.aicore_freq)
             self.held.append(held)
-            if self.early:
+            more = self.more or (lambda: True)
+            if self.early and more():  # (else inserted at the table's turn)
                 self._build_info(con)
             if rows is not None and self.early:
+                rest = self.rest_dir / f"pmu_rest_{i}" if self.rest_dir is not None else None
                 held.pmu = pmu_db.build_now(con, rows, self._predict([h.cols for h in self.held],
                                                                      [h.pmu for h in self.held[:-1]], rows[0]),
-                                            i, self.stage)
+                                            i, self.stage, more if rest is not None else None, rest)
             elif rows is not None:
                 held.pmu = pmu_db.stage_pmu(con, rows, i, self.stage)
             del rows, held  # views of the device's pmu table: they would keep all of it

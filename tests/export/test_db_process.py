@@ -60,12 +60,12 @@ def test_a_db_process_keeps_only_what_the_db_reads(two_devices: Path, tmp_path: 
         self.given = session
         return real_own(self, session)
 
-    def add(self, d, view):  # type: ignore[no-untyped-def]
+    def add(self, d, view, *go):  # type: ignore[no-untyped-def]
         emptied = all(getattr(self.given, n) is None for n in ("tasks", "pmu", "api"))
         seen.append((list(view.tasks.columns), emptied))
         with open(self.dir / f"seen_{d}", "w") as f:  # (this runs in the DB process)
             f.write(repr(seen[-1]))
-        return real_add(self, d, view)
+        return real_add(self, d, view, *go)
 
     monkeypatch.setattr(db_process.DbProcesses, "_own", own)
     monkeypatch.setattr(db_process.DbProcesses, "_add", add)
@@ -157,5 +157,45 @@ def test_rows_made_early_by_the_processes(two_devices: Path, tmp_path: Path, mis
     assert log.read_text().splitlines() == ["build True"]  # device 0's process (the last one inserts its own)
     monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
     after = _copy(two_devices, tmp_path / "s")
+    export(after, ExportOptions())
+    assert _outputs(prof) == _outputs(after) and _leftovers(prof) == []
+
+
+@pytest.mark.parametrize(("devices", "early"), [(2, 0), (2, 3), (3, 3)])
+def test_rows_not_made_early_are_handed_over(two_devices: Path, tmp_path: Path, devices: int,  # noqa: F811
+                                             early: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the export reaches the next device before a device's process (each but the last's)
+    has made all its rows early (``early`` chunks of tasks made, then told to stop), that process
+    hands the tasks left over in a file (``pmu_db._hand_over``) and the last process inserts them
+    at TASK_PMU_INFO's turn: the same DB as the one written after the text files, no file left
+    behind."""
+    from msprof_py.collect import collect
+    from msprof_py.export import pmu_db
+
+    src = two_devices if devices == 2 else collect("resnet50", output=tmp_path / "c", devices=devices,
+                                                   iterations=1, seed=5, fixed_clock=True).prof_dir
+
+    log = tmp_path / "log"
+    real_hand = pmu_db._hand_over
+
+    def hand(path, cols, pos, gids):  # type: ignore[no-untyped-def]
+        with open(log, "a") as f:
+            f.write(f"{len(pos)}\n")
+        return real_hand(path, cols, pos, gids)
+
+    def waiting(go_r: int):  # type: ignore[no-untyped-def]
+        asked = iter(range(early + 1))
+        return lambda: next(asked, early) < early  # (COMPUTE_TASK_INFO asks first when early is 0)
+
+    monkeypatch.setattr(pmu_db, "_hand_over", hand)
+    monkeypatch.setattr(pmu_db, "DB_CHUNK_ROWS", 7)
+    monkeypatch.setattr(db_process, "_waiting", waiting)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    prof = _copy(src, tmp_path / "p")
+    export(prof, ExportOptions())
+    left = [int(n) for n in log.read_text().split()]
+    assert len(left) == devices - 1 and min(left) > 0  # each process but the last handed tasks over
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    after = _copy(src, tmp_path / "s")
     export(after, ExportOptions())
     assert _outputs(prof) == _outputs(after) and _leftovers(prof) == []
