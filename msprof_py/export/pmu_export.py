@@ -37,7 +37,9 @@ def _pmu(session: Session, device_id: int | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=KEY_COLS)
     if device_id is not None:
         p = p[p["device_id"].to_numpy(np.int64) == device_id]
-    return p.dropna(axis=1, how="all")
+    # dropna(axis=1, how="all") without its mask of every cell (16 MB for 500 k rows)
+    keep = [c for c in p.columns if p[c].notna().any()]
+    return p if len(keep) == len(p.columns) else p[keep]
 
 
 def metric_columns(p: pd.DataFrame) -> list[str]:
@@ -120,9 +122,15 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
     na = na[order]
     # each final row's pmu row (-1: none), the one array every lazy column reads
     src = idx[hit]  # the pmu row of each task that has one (once, not per metric)
+    del idx
     at = np.full(total, -1, np.int64)
     at[rows] = src
+    del rows
     at = at[order].astype(np.int32 if len(p) < 2**31 else np.int64)
+    # (made before the metric columns, with the fewest arrays held: its temporaries, ~8 arrays
+    # of every row, were the top of op_summary's working set)
+    cube = _cube_usage(p[CUBE_BASE].to_numpy(np.float64), hit, total, order, dur_ns, src) \
+        if v4 and "aic_mac_ratio" in {M.summary_header(n) for n in names} and CUBE_BASE in p.columns else None
     for name in names:
         values = p[name].to_numpy()
         vals = values[src]
@@ -145,9 +153,9 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
     if extra is not None:
         headers.append("memory_bound")
         cols.append(Col.text(pd.Categorical(extra[order]), number=True))
-    if v4 and "aic_mac_ratio" in headers and CUBE_BASE in p.columns:
+    if cube is not None:
         headers.append("cube_utilization(%)")
-        cols.append(_cube_usage(p[CUBE_BASE].to_numpy(np.float64)[src], hit, total, order, dur_ns))
+        cols.append(cube)
     return headers, cols
 
 
@@ -207,21 +215,22 @@ def _memory_bound(rounded: dict[str, np.ndarray], hit: np.ndarray, total: int) -
     return None
 
 
-def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int,
-                order: np.ndarray, dur_ns: np.ndarray) -> Col:
-    """``cube_utilization(%)`` cells in the final row order (``order``; ``dur_ns`` already in it).
+def _cube_usage(base: np.ndarray, hit: np.ndarray, total: int, order: np.ndarray, dur_ns: np.ndarray,
+                src: np.ndarray | None = None) -> Col:
+    """``cube_utilization(%)`` cells in the final row order (``order``; ``dur_ns`` already in it);
+    ``base`` (``base[src]`` with ``src``): the base of each task with a PMU row (``hit``).
 
     C++: ``std::to_string`` (6 decimals) of cycles / (freq * cores) * 100, read back as a double,
     divided by the printed duration (µs, 3 decimals), printed ``%.3f``; ``0`` for a zero duration,
     ``N/A`` without a PMU row or without AI Core frequency / core count."""
-    base = np.asarray(base, np.float64)
     val = np.full(total, np.nan)
-    val[:len(hit)][hit] = to_string_6(base)
+    val[:len(hit)][hit] = to_string_6(np.asarray(base, np.float64) if src is None else np.asarray(base, np.float64)[src])
     val = val[order]
     dur_us = np.round(np.asarray(dur_ns, np.float64) / 1000.0, 3)
     ok = ~np.isnan(val)
     nz = ok & (dur_us != 0)
     q = val[nz] / dur_us[nz]
+    del val  # (the temporaries of every row held at once are this column's working set)
     k, fast = _fixed3_thousandths(q)
     # the few values the integers cannot print (next to a tie, negative) as fixed texts of their own
     slow_codes, slow_texts = pd.factorize(np.char.mod("%.3f", q[~fast]).astype(object)) if not fast.all() \

@@ -30,7 +30,8 @@ from msprof_py.export.summary_format import _stats, dbl, i64, quoted, stem, text
 from msprof_py.export.table_writer import Col, write_table
 from msprof_py.export.views import (api_names, as_cat, ascend_task_types, cat_isin, cat_where, cpp_export, info_names,
                                     info_types, is_level0, legacy_layout, na_cat, op_info, shown_task_types,
-                                    shown_tasks, span_durations, summary_tasks, task_time_tasks, task_types)
+                                    shown_tasks, span_durations, summary_rows, summary_tasks, task_time_tasks,
+                                    task_types)
 from msprof_py.export.wait_time import cpp_wait_col
 from msprof_py.parse.session import Session
 
@@ -59,6 +60,13 @@ OP_SUMMARY_TASK_COLUMNS = [
     "host_task_type", "device_task_type", "kernel_name", "op_state", "block_num", "mix_block_num", "hf32_eligible",
     "input_shapes", "input_data_types", "input_formats", "output_shapes", "output_data_types", "output_formats"]
 
+# what op_summary's rows are ordered and matched to their PMU rows by
+_OP_SUMMARY_KEYS = list(dict.fromkeys(pmu_export.JOIN + ["dur_ns"]))
+# its task columns that are not integers (read as one copy of the rows)
+_OP_SUMMARY_INT_COLUMNS = {"model_id", "task_id", "stream_id", "context_id", "start_ns", "dur_ns", "block_num",
+                           "mix_block_num"}
+_OP_SUMMARY_TEXT_COLUMNS = [c for c in OP_SUMMARY_TASK_COLUMNS if c not in _OP_SUMMARY_INT_COLUMNS]
+
 # the task columns task_time reads
 TASK_TIME_TASK_COLUMNS = [
     "match", "op_type", "op_name", "kernel_name", "task_type", "host_task_type", "device_task_type", "stream_id",
@@ -76,7 +84,10 @@ class OpSummary:
 
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
-        t = summary_tasks(session, dev, OP_SUMMARY_TASK_COLUMNS)
+        # the rows' times and join keys first: the device counters (PMU) columns are made from these
+        # alone, before the rows' other columns are copied (their temporaries beside the whole
+        # table's columns were the peak of a PMU collection's export)
+        t = summary_tasks(session, dev, _OP_SUMMARY_KEYS)
         comm = of_device(session.communication, dev)
         n_t, n_c = len(t), len(comm)
         if n_t + n_c == 0:
@@ -85,6 +96,16 @@ class OpSummary:
         dur = np.concatenate([i64(t["dur_ns"]), i64(comm["dur_ns"])])
         order = np.argsort(start, kind="stable")
         start, dur = start[order], dur[order]
+        # device counters (PMU) extend the row: msprof_py.export.pmu_export
+        pmu_header, pmu_cols = pmu_export.op_summary_columns(session, dev, t, n_c, order, dur)
+        del t
+        # the rows' text columns (categoricals: small codes) as one copy; the integer columns are
+        # taken one at a time (held for every row all together, they were ~30 MB of the peak)
+        t = summary_tasks(session, dev, _OP_SUMMARY_TEXT_COLUMNS)  # (the same rows, in the same order)
+        rows = summary_rows(session, dev)
+
+        def ints(name: str) -> np.ndarray:
+            return i64(session.tasks[name].take(rows))
         wait = np.zeros(len(start), np.int64)
         wait[1:] = np.maximum(0, start[1:] - start[:-1] - dur[:-1])
         is_comm = (np.arange(n_t + n_c) >= n_t)[order]
@@ -95,13 +116,13 @@ class OpSummary:
             return both[order]
 
         na_c = np.full(n_c, "N/A", dtype=object)
-        ctx_id = i64(t["context_id"])
+        ctx_id = ints("context_id")
         op_type, task_type = info_types(t, is_level0(session))
         cols = [
             Col.ints(np.full(len(start), dev, np.int32)),
-            Col.ints(_narrow(np.concatenate([i64(t["model_id"]), i64(comm["model_id"])])[order])),
-            Col.ints(_narrow(np.concatenate([i64(t["task_id"]), np.zeros(n_c, np.int64)])[order]), na_mask=is_comm),
-            Col.ints(_narrow(np.concatenate([i64(t["stream_id"]), np.zeros(n_c, np.int64)])[order]), na_mask=is_comm),
+            Col.ints(_narrow(np.concatenate([ints("model_id"), i64(comm["model_id"])])[order])),
+            Col.ints(_narrow(np.concatenate([ints("task_id"), np.zeros(n_c, np.int64)])[order]), na_mask=is_comm),
+            Col.ints(_narrow(np.concatenate([ints("stream_id"), np.zeros(n_c, np.int64)])[order]), na_mask=is_comm),
             Col.text(col(info_names(t), text(comm["op_name"]))),
             Col.text(col(op_type, text(comm["op_type"]))),
             Col.text(col(text(t["op_state"]), na_c)),
@@ -109,8 +130,8 @@ class OpSummary:
             Col.us(start, stamp=True),
             Col.us(dur),
             cpp_wait_col(session, dev, start, dur) if cpp_export(session) else Col.us(wait),
-            Col.ints(_narrow(np.concatenate([i64(t["block_num"]), np.zeros(n_c, np.int64)])[order])),
-            Col.ints(_narrow(np.concatenate([i64(t["mix_block_num"]), np.zeros(n_c, np.int64)])[order]),
+            Col.ints(_narrow(np.concatenate([ints("block_num"), np.zeros(n_c, np.int64)])[order])),
+            Col.ints(_narrow(np.concatenate([ints("mix_block_num"), np.zeros(n_c, np.int64)])[order]),
                      na_mask=is_comm),
             Col.text(col(text(t["hf32_eligible"]), na_c)),
             Col.text(col(quoted(t["input_shapes"]), na_c)),
@@ -123,9 +144,7 @@ class OpSummary:
                      na_mask=np.concatenate([ctx_id == NA_ID, np.ones(n_c, bool)])[order]),
         ]
         del op_type, task_type, ctx_id, wait
-        # device counters (PMU) extend the row: msprof_py.export.pmu_export
-        pmu_header, pmu_cols = pmu_export.op_summary_columns(session, dev, t, n_c, order, dur)
-        del t, comm, order  # the rows' copies: only the columns are needed while the file is written
+        del t, rows, comm, order  # the rows' copies: only the columns are needed while the file is written
         return [write_table(stem(out_dir, naming, self.name), OP_SUMMARY_HEADER + pmu_header, cols + pmu_cols,
                             naming.summary_format)]
 
