@@ -18,9 +18,7 @@ def group_codes(*columns: np.ndarray) -> np.ndarray:
     lows = [int(c.min()) for c in cols]
     bits = [(int(c.max()) - lo).bit_length() for c, lo in zip(cols, lows)]
     if sum(bits) <= 62:
-        packed = np.zeros(n, np.int64)
-        for c, lo, b in zip(cols, lows, bits):
-            packed = (packed << np.int64(b)) | (c - np.int64(lo))
+        packed = _pack(cols, lows, bits)
         if (1 << sum(bits)) <= max(1 << 16, 4 * n):  # a small key space (stream, task ids): ranks by
             # counting, no hashing (the same dense codes in key order as a sorted factorize)
             return np.cumsum(np.bincount(packed, minlength=1 << sum(bits)) > 0)[packed] - 1
@@ -35,6 +33,16 @@ def group_codes(*columns: np.ndarray) -> np.ndarray:
             code, u = pd.factorize(code, sort=True)
             size = max(len(u), 1)
     return pd.factorize(code, sort=True)[0].astype(np.int64)
+
+
+def _pack(cols: list[np.ndarray], lows: list[int], bits: list[int]) -> np.ndarray:
+    """The integer ``cols`` packed into one int64 per row: each column less its low value, in
+    ``bits`` bits, the first column in the highest (the caller checks they fit)."""
+    out = np.zeros(len(cols[0]), np.int64)
+    for c, lo, b in zip(cols, lows, bits):
+        out <<= np.int64(b)
+        out |= c.astype(np.int64, copy=False) - np.int64(lo)
+    return out
 
 
 def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,21 +87,14 @@ def first_match(left: list[np.ndarray], right: list[np.ndarray]) -> np.ndarray |
     if sum(bits) > 63 or min(lows) < -(1 << 63) or max(highs) >= 1 << 63:
         return None
 
-    def pack(cols: list[np.ndarray]) -> np.ndarray:
-        out = np.zeros(len(cols[0]), np.int64)
-        for c, lo, b in zip(cols, lows, bits):
-            out <<= np.int64(b)
-            out |= c.astype(np.int64, copy=False) - np.int64(lo)
-        return out
-
-    rk = pack(rs)
+    rk = _pack(rs, lows, bits)
     order = np.argsort(rk, kind="stable")  # equal keys keep their row order: the first is the first row
     rk = rk[order]
     first = np.ones(len(rk), bool)
     first[1:] = rk[1:] != rk[:-1]
     keys, rows = rk[first], order[first]
     del rk, order, first
-    lk = pack(ls)
+    lk = _pack(ls, lows, bits)
     pos = np.minimum(np.searchsorted(keys, lk), len(keys) - 1)
     return np.where(keys[pos] == lk, rows[pos], -1).astype(np.int64, copy=False)
 
