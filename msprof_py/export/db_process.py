@@ -300,11 +300,8 @@ class DbProcesses:
         before = _counter(self.db)
         con = connect(self.db)
         try:
-            con.execute("ATTACH DATABASE ? AS stage", (str(self.dir / "stage"),))
-            con.execute("PRAGMA stage.journal_mode=OFF")
-            con.execute("PRAGMA stage.synchronous=OFF")
             if d == 0:
-                fill = Fill(self.host, self.count, stage="stage", early=True)
+                fill = Fill(self.host, self.count, early=True)
             else:
                 with open(self._state(d - 1), "rb") as f:
                     fill, open_tx, extra = pickle.load(f)
