@@ -82,7 +82,7 @@ class _Pool:
         with self._lock:
             if self._free:
                 return self._free.pop()
-        return mmap.mmap(-1, STAGE_BYTES)
+        return mmap.mmap(-1, STAGE_BYTES, flags=mmap.MAP_PRIVATE)  # (the default, MAP_SHARED, would be shared with a fork)
 
     def put(self, buf: mmap.mmap) -> None:
         with self._lock:
@@ -90,6 +90,18 @@ class _Pool:
 
 
 _POOL = _Pool()
+
+
+def _after_fork_in_child() -> None:
+    """A forked process starts with pools and locks of its own (a parent's thread may have held
+    them, or a buffer, at the fork)."""
+    global _POOL
+    _POOL = _Pool()
+    _Stats.lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 _memmove = ctypes.memmove  # releases the GIL (a foreign call), unlike a memoryview slice assignment
 
 

@@ -180,3 +180,26 @@ def test_staging_buffers_are_reused(tmp_path: Path) -> None:
             w.write(b"z" * 200_000)
             w.copy(tmp_path / "a" if name != "a" else __file__, 0, 1000)
     assert len(chunk_writer._POOL._free) <= max(before, 3)  # a stage and a reader's two buffers
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_process_writes_with_buffers_of_its_own(tmp_path: Path) -> None:
+    """The pool's buffers are private mappings, and a fork starts with a pool of its own: a
+    parent and its child writing at once do not share staging memory."""
+    with atomic.atomic_writer(tmp_path / "warm") as w:  # the pool holds a buffer from now on
+        w.write(b"w" * 100_000)
+    pid = os.fork()
+    if pid == 0:  # the child: write, report through the exit status
+        try:
+            with atomic.atomic_writer(tmp_path / "child") as w:
+                for _ in range(200):
+                    w.write(b"c" * 5_000)
+            os._exit(0 if (tmp_path / "child").read_bytes() == b"c" * 1_000_000 else 1)
+        except BaseException:
+            os._exit(2)
+    with atomic.atomic_writer(tmp_path / "parent") as w:
+        for _ in range(200):
+            w.write(b"p" * 5_000)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert (tmp_path / "parent").read_bytes() == b"p" * 1_000_000
