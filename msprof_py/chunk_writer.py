@@ -80,8 +80,10 @@ class _Pool:
 
     def get(self) -> mmap.mmap:
         with self._lock:
-            if self._free:
-                return self._free.pop()
+            while self._free:
+                buf = self._free.pop()
+                if len(buf) == STAGE_BYTES:
+                    return buf
         return mmap.mmap(-1, STAGE_BYTES, flags=mmap.MAP_PRIVATE)  # (the default, MAP_SHARED, would be shared with a fork)
 
     def put(self, buf: mmap.mmap) -> None:
@@ -128,7 +130,7 @@ class _Sink:
         self._raw: io.FileIO | None = raw if isinstance(raw, io.FileIO) and direct_io_on() else None
         self._stage: mmap.mmap | None = None
         self._mv: memoryview | None = None
-        self._addr = 0
+        self._addr: int | None = None
         self._lo = self._fill = 0  # staged bytes: stage[lo:fill]
         self._base = 0  # file offset of stage[0]
         self._direct = False  # O_DIRECT set on the descriptor now
@@ -151,18 +153,19 @@ class _Sink:
         if self._stage is None:
             self._stage = _POOL.get()
             self._mv = memoryview(self._stage)
-            self._addr = _address(self._stage) or 0
-        addr = _address(buf) if n >= 65536 else None
+            self._addr = _address(self._stage)
+        addr = _address(buf) if n >= 65536 and self._addr is not None else None
         off = 0
+        cap = len(self._stage)
         while off < n:
-            k = min(STAGE_BYTES - self._fill, n - off)
+            k = min(cap - self._fill, n - off)
             if addr is not None:
                 _memmove(self._addr + self._fill, addr + off, k)
             else:
                 self._mv[self._fill:self._fill + k] = src[off:off + k]
             self._fill += k
             off += k
-            if self._fill == STAGE_BYTES:
+            if self._fill == cap:
                 self._drain()
 
     def _drain(self) -> None:
