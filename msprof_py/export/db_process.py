@@ -32,22 +32,24 @@ its RSS is the interpreter, the host tables and the DB's columns of the device. 
 processes take turns on the DB file, in device order, each going on from where the one before
 stopped (:class:`msprof_py.export.unified_db.Fill`): each waits until the one before has ended
 (a pipe whose only writer is that process: end of file when it exits, killed or not), opens the
-DB, reads the state the one before pickled (string ids, a device's COMPUTE_TASK_INFO columns;
-its TASK_PMU_INFO rows are made in a second SQLite file attached as ``stage``), adds its
-device and pickles the state again; the last one writes the tables after the devices' and
-closes the DB.  A device before the last has its COMPUTE_TASK_INFO and TASK_PMU_INFO rows made
-by its own process in their final form (``Fill.early``: the string ids their tables' turn is
-predicted to give), copied in as they are by the last process (SQLite's transfer optimisation,
-~1/2 the CPU of inserting them there): the last process's work after the text files is the DB's
-critical path with PMU data (issue 12 phase 9, benchmarks/RESULTS.md; the last device's rows on a
-thread of that process beside its other tables, as the DB thread does, cost 1.3-2.8 s of CPU and
-27-47 MB of tree PSS more on B' there).  The export reads the next device only once the previous
-device's process has ended (:meth:`DbProcesses.wait_room`), so at most one device's tables are in
-memory; it tells that process first (closing a pipe), which then stops making rows early and
-hands the tasks it has not made over in a file (``pmu_db.build_now``), inserted by the last
-process at TASK_PMU_INFO's turn: the export no longer waits ~0.7 s for it on B' (issue 12 phase
-9b).  The DB's bytes are those of the DB written in one go (the main DB file is given the same
-rows in the same order; the rows made early live in the other file).
+DB, reads the state the one before pickled (string ids, a device's COMPUTE_TASK_INFO columns),
+adds its device and pickles the state again; the last one writes the tables after the devices'
+and closes the DB.  A device before the last has its COMPUTE_TASK_INFO and TASK_PMU_INFO rows
+inserted into the DB file by its own process at once (``Fill.early``: with the string ids their
+tables' turn is predicted to give, mapped in place at that turn if the prediction missed): the last
+process's work after the text files is the DB's critical path with PMU data (issue 12 phases 9
+and 10, benchmarks/RESULTS.md; before phase 10 these rows were made in a second file and copied in
+by the last process, ~0.6 s of its CPU on B'; the last device's rows on a thread of that process
+beside its other tables, as the DB thread does, cost 1.3-2.8 s of CPU and 27-47 MB of tree PSS
+more on B' in phase 9).  The export reads the next device only once the previous device's process
+has ended (:meth:`DbProcesses.wait_room`), so at most one device's tables are in memory; it tells
+that process first (closing a pipe), which then stops making rows and hands the tasks it has not
+made over in a file (``pmu_db.hand_over``): the export does not wait ~0.7 s for it on B' (issue 12
+phase 9b).  The next process inserts them first, before its own device's rows (``Fill._finish``),
+so the DB file is given the same statements in the same order wherever the cut fell: the same
+bytes in every run.  They are not the bytes of the DB written in one go (on a thread, or after the
+text files): the same tables, rows, rowids and values, but those two tables' pages come before the
+next device's TASK pages (README, "Unified DB").
 
 Fork safety: the export forks between two devices, when no other thread of its own runs (the
 text writers' chunk-writer threads and the row renderer's pool end with their file, the parse
@@ -300,11 +302,8 @@ class DbProcesses:
         before = _counter(self.db)
         con = connect(self.db)
         try:
-            con.execute("ATTACH DATABASE ? AS stage", (str(self.dir / "stage"),))
-            con.execute("PRAGMA stage.journal_mode=OFF")
-            con.execute("PRAGMA stage.synchronous=OFF")
             if d == 0:
-                fill = Fill(self.host, self.count, stage="stage", early=True)
+                fill = Fill(self.host, self.count, early=True)
             else:
                 with open(self._state(d - 1), "rb") as f:
                     fill, open_tx, extra = pickle.load(f)
