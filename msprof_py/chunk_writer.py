@@ -1,21 +1,388 @@
 """Writers that take a streamed output's buffers: :class:`ChunkWriter` writes them on a thread of
-its own (the producer goes on rendering while the kernel copies the previous buffer into the page
-cache: ``write()`` releases the GIL), :class:`SyncWriter` on the caller's thread
-(``MSPROF_PY_WRITER_THREAD=0``).  The bytes queued are bounded (:data:`WRITE_AHEAD_BYTES`) and a
-failed write is raised in the producer.  Opened through :func:`msprof_py.atomic.atomic_writer`,
-which gives them the temporary file and the rename.
+its own (the producer goes on rendering while the kernel takes the previous buffer: ``write()``
+releases the GIL), :class:`SyncWriter` on the caller's thread (``MSPROF_PY_WRITER_THREAD=0``).  The
+bytes queued are bounded (:data:`WRITE_AHEAD_BYTES`) and a failed write is raised in the producer.
+Opened through :func:`msprof_py.atomic.atomic_writer`, which gives them the temporary file and the
+rename.
+
+Where the bytes go (:class:`_Sink`): into a staging buffer of :data:`STAGE_BYTES`, and from it
+into the file in whole aligned blocks with ``O_DIRECT`` (the file's last partial block with a plain
+write).  Why: a buffered write copies every byte into a page-cache page the kernel must first
+allocate and zero, and on a VM that hands freed memory back to its host (free page reporting)
+each such fresh page is also a host fault: 0.4-2 s of system time per GB written here, most of
+the kernel time of a multi-GB export; a direct write hands the staging buffer (the same few MB,
+reused, see :data:`_POOL`) to the device and touches no new page.  A layer copied from an
+earlier output (:meth:`ChunkWriter.copy`) is read back with ``O_DIRECT`` too, into a reused
+buffer, so neither file's bytes go through the page cache.  ``O_DIRECT`` is left off (plain
+buffered writes) where the file system refuses it, when ``MSPROF_PY_DIRECT_IO=0``, for a file
+object that is not a plain ``FileIO`` and, for the rest of the process, once direct writes have
+gone slower than :data:`DIRECT_MIN_BYTES_PER_S` (a slow disk: buffered writes let the export end
+while the kernel writes back).
 
 A leaf module: only the standard library.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
+import io
+import mmap
 import os
+import queue
 import threading
+import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+try:
+    import fcntl
+except ImportError:  # not POSIX
+    fcntl = None  # type: ignore[assignment]
+
 WRITE_AHEAD_BYTES = 8 << 20  # bytes handed to a writer thread and not yet written, at most (~2 chunks)
+STAGE_BYTES = 4 << 20  # staging buffer of a file: what one direct write takes at most
+ALIGN = 4096  # file offsets, lengths and buffer addresses of direct writes / reads are multiples
+DIRECT_ENV = "MSPROF_PY_DIRECT_IO"  # "0": buffered writes only
+DIRECT_MIN_BYTES_PER_S = 200e6  # direct writes slower than this (after DIRECT_PROBE_BYTES): buffered from then on
+DIRECT_PROBE_BYTES = 256 << 20
+_O_DIRECT = getattr(os, "O_DIRECT", 0)
+
+
+class _Stats:
+    """The process's direct writes so far (bytes, seconds), to stop using them on a slow disk."""
+
+    lock = threading.Lock()
+    bytes = 0
+    seconds = 0.0
+    slow = False
+
+    @classmethod
+    def add(cls, n: int, dt: float) -> None:
+        with cls.lock:
+            cls.bytes += n
+            cls.seconds += dt
+            if cls.bytes >= DIRECT_PROBE_BYTES and cls.bytes < DIRECT_MIN_BYTES_PER_S * cls.seconds:
+                cls.slow = True
+
+
+def direct_io_on() -> bool:
+    return bool(_O_DIRECT) and fcntl is not None and os.environ.get(DIRECT_ENV, "1") != "0" and not _Stats.slow
+
+
+class _Pool:
+    """Page-aligned anonymous buffers of :data:`STAGE_BYTES`, kept for the process and reused by
+    the next file (freed memory would go back to the system and fault in again)."""
+
+    def __init__(self) -> None:
+        self._free: list[mmap.mmap] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> mmap.mmap:
+        with self._lock:
+            while self._free:
+                buf = self._free.pop()
+                if len(buf) == STAGE_BYTES:
+                    return buf
+        return mmap.mmap(-1, STAGE_BYTES, flags=mmap.MAP_PRIVATE)  # (the default, MAP_SHARED, would be shared with a fork)
+
+    def put(self, buf: mmap.mmap) -> None:
+        with self._lock:
+            self._free.append(buf)
+
+
+_POOL = _Pool()
+
+
+def _after_fork_in_child() -> None:
+    """A forked process starts with pools and locks of its own (a parent's thread may have held
+    them, or a buffer, at the fork)."""
+    global _POOL
+    _POOL = _Pool()
+    _Stats.lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+_memmove = ctypes.memmove  # releases the GIL (a foreign call), unlike a memoryview slice assignment
+
+
+def _address(buf: Any) -> int | None:
+    """The address of a writable buffer's first byte (None for a read-only one: bytes)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    except (TypeError, ValueError, BufferError):
+        return None
+
+
+class _Sink:
+    """Writes bytes, other files' byte ranges and callables' output to ``fp`` in order.
+
+    For a plain ``FileIO`` (or a ``BufferedWriter`` over one) with direct I/O on: staged in a
+    pooled buffer whose offset ``i`` holds the byte of file offset ``base + i`` (``base`` a
+    multiple of :data:`ALIGN`), so every whole aligned block goes out with ``O_DIRECT`` from an
+    aligned address; what precedes the first aligned offset and the last partial block are plain
+    writes.  Otherwise ``fp.write`` as given."""
+
+    def __init__(self, fp: IO[bytes]) -> None:
+        self._fp = fp
+        raw = fp.raw if isinstance(fp, io.BufferedWriter) else fp
+        self._raw: io.FileIO | None = raw if isinstance(raw, io.FileIO) and direct_io_on() else None
+        self._stage: mmap.mmap | None = None
+        self._mv: memoryview | None = None
+        self._addr: int | None = None
+        self._lo = self._fill = 0  # staged bytes: stage[lo:fill]
+        self._base = 0  # file offset of stage[0]
+        self._direct = False  # O_DIRECT set on the descriptor now
+        self._can_direct = self._raw is not None
+        if self._raw is not None:
+            fp.flush()
+            pos = self._raw.tell()
+            self._base, self._lo = pos - pos % ALIGN, pos % ALIGN
+            self._fill = self._lo
+
+    # -- bytes
+    def write(self, buf: Any) -> None:
+        if self._raw is None:
+            self._fp.write(buf)
+            return
+        src = memoryview(buf).cast("B")
+        n = len(src)
+        if not n:
+            return
+        if self._stage is None:
+            self._stage = _POOL.get()
+            self._mv = memoryview(self._stage)
+            self._addr = _address(self._stage)
+        addr = _address(buf) if n >= 65536 and self._addr is not None else None
+        off = 0
+        cap = len(self._stage)
+        while off < n:
+            k = min(cap - self._fill, n - off)
+            if addr is not None:
+                _memmove(self._addr + self._fill, addr + off, k)
+            else:
+                self._mv[self._fill:self._fill + k] = src[off:off + k]
+            self._fill += k
+            off += k
+            if self._fill == cap:
+                self._drain()
+
+    def _drain(self) -> None:
+        """Write the staged whole blocks (with ``O_DIRECT`` when it is on), keep the rest."""
+        mv, lo, fill = self._mv, self._lo, self._fill
+        end = fill - fill % ALIGN
+        if lo % ALIGN:  # up to the first aligned offset: a plain write
+            first = min(lo - lo % ALIGN + ALIGN, fill)
+            self._write(mv[lo:first], False)
+            lo = first
+        if end > lo:
+            self._write(mv[lo:end], self._can_direct and direct_io_on())
+            lo = end
+        rest = fill - lo  # < ALIGN unless nothing was written (lo == fill then)
+        if rest and lo:
+            mv[lo % ALIGN:lo % ALIGN + rest] = mv[lo:fill]
+        self._base += lo - lo % ALIGN
+        self._lo, self._fill = lo % ALIGN, lo % ALIGN + rest
+
+    def _write(self, view: memoryview, direct: bool) -> None:
+        raw = self._raw
+        assert raw is not None
+        if direct != self._direct:
+            direct = self._set_direct(direct)
+        t0 = time.perf_counter() if direct else 0.0
+        done = 0
+        while done < len(view):
+            try:
+                k = raw.write(view[done:])
+            except OSError as err:
+                if direct and err.errno == errno.EINVAL:  # refused after all: plain writes from now on
+                    self._can_direct = False
+                    direct = self._set_direct(False)
+                    continue
+                raise
+            if k is None or k <= 0:
+                raise OSError(errno.EIO, "write returned nothing", getattr(raw, "name", None))
+            done += k
+            if direct and done % ALIGN and done < len(view):  # a short direct write mid-block
+                direct = self._set_direct(False)
+        if direct:
+            _Stats.add(len(view), time.perf_counter() - t0)
+
+    def _set_direct(self, on: bool) -> bool:
+        """Switch ``O_DIRECT`` on the descriptor; returns whether it is on."""
+        assert self._raw is not None
+        if fcntl is None:
+            return False
+        fd = self._raw.fileno()
+        try:
+            fl = fcntl.fcntl(fd, fcntl.F_GETFL)
+            fcntl.fcntl(fd, fcntl.F_SETFL, (fl | _O_DIRECT) if on else (fl & ~_O_DIRECT))
+        except OSError:
+            if on:
+                self._can_direct = False
+            on = False
+        self._direct = on
+        return on
+
+    # -- another file's bytes
+    def copy(self, path: str | os.PathLike[str], offset: int, length: int) -> None:
+        """Append ``length`` bytes at ``offset`` of ``path``."""
+        if self._raw is None:
+            _copy_into(self._fp, path, offset, length)
+            return
+        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(path, flags | (_O_DIRECT if direct_io_on() else 0))
+        except OSError as err:
+            if err.errno != errno.EINVAL:
+                raise
+            fd = os.open(path, flags)
+        try:
+            reader = _Reader(fd, path, offset, length)
+            try:
+                for view in reader:
+                    self.write(view)
+            finally:
+                reader.close()
+        finally:
+            os.close(fd)
+
+    # -- a callable writing to the file object
+    def call(self, fn: Callable[[IO[bytes]], None]) -> None:
+        if self._raw is None:
+            fn(self._fp)
+            return
+        self.finish(keep=True)
+        fn(self._fp)
+        self._fp.flush()
+        pos = self._raw.tell()
+        self._base, self._lo = pos - pos % ALIGN, pos % ALIGN
+        self._fill = self._lo
+
+    def finish(self, keep: bool = False) -> None:
+        """Write everything staged (the last partial block with a plain write); give the
+        staging buffer back unless ``keep``."""
+        if self._raw is None:
+            return
+        if self._stage is not None:
+            self._drain()
+            if self._fill > self._lo:
+                self._write(self._mv[self._lo:self._fill], False)
+            self._base += self._fill - self._fill % ALIGN
+            self._lo = self._fill = self._fill % ALIGN
+        if self._direct:
+            self._set_direct(False)
+        if not keep:
+            self.release()
+
+    def release(self) -> None:
+        """Give the staging buffer back (what it still holds is dropped)."""
+        if self._stage is not None:
+            self._mv.release()
+            _POOL.put(self._stage)
+            self._stage, self._mv = None, None
+
+
+class _Reader:
+    """``length`` bytes at ``offset`` of the open file ``fd``, read ahead by a thread of its own
+    into two pooled buffers (whole aligned blocks, ``O_DIRECT`` when the descriptor has it), so
+    the next block is read while the last one is written.  Iterating yields views of the
+    buffers, each valid until the next one is asked for."""
+
+    def __init__(self, fd: int, path: str | os.PathLike[str], offset: int, length: int) -> None:
+        self._fd, self._path, self._offset, self._length = fd, path, offset, length
+        self._bufs = [_POOL.get(), _POOL.get()]
+        self._free: queue.Queue[int] = queue.Queue()
+        self._ready: queue.Queue[Any] = queue.Queue()
+        for k in range(len(self._bufs)):
+            self._free.put(k)
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="msprof-py-reader", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        fd, offset, end = self._fd, self._offset, self._offset + self._length
+        pos = offset - offset % ALIGN
+        try:
+            while pos < end:
+                k = self._free.get()
+                if self._stop:
+                    return
+                mv = memoryview(self._bufs[k])
+                try:
+                    n = os.preadv(fd, [mv], pos)
+                except OSError as err:
+                    if err.errno != errno.EINVAL or fcntl is None or not fcntl.fcntl(fd, fcntl.F_GETFL) & _O_DIRECT:
+                        raise
+                    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_O_DIRECT)  # refused: buffered
+                    n = os.preadv(fd, [mv], pos)
+                finally:
+                    mv.release()
+                if n <= 0:
+                    raise OSError(errno.EIO, f"{self._path}: ended at byte {pos} while copying {self._length} bytes "
+                                             f"from byte {offset}")
+                self._ready.put((k, max(offset - pos, 0), min(end - pos, n)))
+                pos += n
+            self._ready.put(None)
+        except BaseException as exc:
+            self._ready.put(exc)
+
+    def __iter__(self) -> Iterator[memoryview]:
+        while True:
+            item = self._ready.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            k, lo, hi = item
+            mv = memoryview(self._bufs[k])
+            try:
+                yield mv[lo:hi]
+            finally:
+                mv.release()
+                self._free.put(k)
+
+    def close(self) -> None:
+        self._stop = True
+        self._free.put(0)  # wakes a reader waiting for a buffer
+        self._thread.join()
+        for b in self._bufs:
+            _POOL.put(b)
+
+
+def _copy_into(fp: IO[bytes], path: str | os.PathLike[str], offset: int, length: int) -> None:
+    """Append ``length`` bytes at ``offset`` of ``path`` to ``fp``: ``copy_file_range`` (the kernel
+    copies between the two files' pages, no read into Python), else a read / write loop."""
+    fp.flush()
+    with open(path, "rb") as src:
+        off, left = offset, length
+        if hasattr(os, "copy_file_range"):
+            try:
+                while left:
+                    k = os.copy_file_range(src.fileno(), fp.fileno(), left, off)
+                    if k == 0:
+                        break
+                    off, left = off + k, left - k
+            except OSError:  # not supported between these files: copy what is left through Python
+                pass
+            fp.seek(0, os.SEEK_END)  # the kernel moved the file offset; the writer follows it
+        src.seek(off)
+        while left:
+            block = src.read(min(left, 1 << 22))
+            if not block:
+                raise OSError(f"{path}: ended at byte {off} while copying {length} bytes from byte {offset}")
+            fp.write(block)
+            off, left = off + len(block), left - len(block)
+
+
+class _Copy:
+    """A queued copy of another file's byte range (:meth:`ChunkWriter.copy`)."""
+
+    __slots__ = ("path", "offset", "length")
+
+    def __init__(self, path: str | os.PathLike[str], offset: int, length: int) -> None:
+        self.path, self.offset, self.length = path, offset, length
 
 
 class ChunkWriter:
@@ -23,14 +390,16 @@ class ChunkWriter:
 
     :meth:`write` queues a buffer (``bytes`` or any contiguous buffer: the caller must not change
     it afterwards) and returns at once unless :data:`WRITE_AHEAD_BYTES` are already waiting;
-    :meth:`call` queues ``fn(fp)`` (e.g. a ``copy_file_range`` into the file) behind the writes
-    before it.  The first exception of the thread stops it; the next :meth:`write`, :meth:`call`
-    or :meth:`close` raises it in the caller (so an ``ENOSPC`` becomes the same one-line error
-    as a write made there).  Use through :func:`atomic_writer`."""
+    :meth:`copy` queues a byte range of another file and :meth:`call` queues ``fn(fp)``, each
+    behind the writes before it.  The first exception of the thread stops it; the next
+    :meth:`write`, :meth:`copy`, :meth:`call` or :meth:`close` raises it in the caller (so an
+    ``ENOSPC`` becomes the same one-line error as a write made there).  Use through
+    :func:`atomic_writer`."""
 
     def __init__(self, fp: IO[bytes], limit: int = WRITE_AHEAD_BYTES) -> None:
         self._fp, self._limit = fp, limit
-        self._items: deque[tuple[Any, int]] = deque()  # (buffer | callable | None = end, bytes)
+        self._sink = _Sink(fp)
+        self._items: deque[tuple[Any, int]] = deque()  # (buffer | _Copy | callable | None = end, bytes)
         self._bytes = 0  # bytes queued
         self._cv = threading.Condition()
         self._error: BaseException | None = None
@@ -47,6 +416,11 @@ class ChunkWriter:
         n = buf.nbytes if hasattr(buf, "nbytes") else len(buf)
         if n:
             self._put(buf, n)
+
+    def copy(self, path: str | os.PathLike[str], offset: int, length: int) -> None:
+        """Queue ``length`` bytes at ``offset`` of the file ``path`` (complete, not written to)."""
+        if length:
+            self._put(_Copy(path, offset, length), 0)
 
     def call(self, fn: Callable[[IO[bytes]], None]) -> None:
         self._put(fn, 0)
@@ -69,7 +443,7 @@ class ChunkWriter:
             raise err
 
     def _run(self) -> None:
-        fp, items, cv = self._fp, self._items, self._cv
+        fp, items, cv, sink = self._fp, self._items, self._cv, self._sink
         while True:
             with cv:
                 while not items and not self._stop:
@@ -77,13 +451,15 @@ class ChunkWriter:
                 if self._stop:
                     return
                 item, n = items[0]
-            if item is None:
-                return
             try:
-                if callable(item):
-                    item(fp)
+                if item is None:
+                    sink.finish()
+                elif isinstance(item, _Copy):
+                    sink.copy(item.path, item.offset, item.length)
+                elif callable(item):
+                    sink.call(item)
                 else:
-                    fp.write(item)
+                    sink.write(item)
             except BaseException as exc:  # handed to the producer, which raises it
                 with cv:
                     if not self._stop:  # (an aborted producer has its own error)
@@ -91,6 +467,8 @@ class ChunkWriter:
                     items.clear()
                     self._bytes = 0
                     cv.notify_all()
+                return
+            if item is None:
                 return
             with cv:
                 if self._stop:  # aborted while this item was written: the queue is gone
@@ -106,6 +484,7 @@ class ChunkWriter:
                 self._items.append((None, 0))
                 self._cv.notify_all()
         self._thread.join()
+        self._sink.release()
         with self._cv:
             self._raise()
             self._stop = True
@@ -118,6 +497,7 @@ class ChunkWriter:
             self._items.clear()
             self._cv.notify_all()
         self._thread.join()
+        self._sink.release()
 
 
 class SyncWriter:
@@ -128,18 +508,23 @@ class SyncWriter:
 
     def __init__(self, fp: IO[bytes]) -> None:
         self._fp = fp
+        self._sink = _Sink(fp)
 
     def write(self, buf: Any) -> None:
-        self._fp.write(buf)
+        self._sink.write(buf)
+
+    def copy(self, path: str | os.PathLike[str], offset: int, length: int) -> None:
+        if length:
+            self._sink.copy(path, offset, length)
 
     def call(self, fn: Callable[[IO[bytes]], None]) -> None:
-        fn(self._fp)
+        self._sink.call(fn)
 
     def close(self) -> None:
-        pass
+        self._sink.finish()
 
     def abort(self) -> None:
-        pass
+        self._sink.release()
 
 
 WRITER_THREAD_ENV = "MSPROF_PY_WRITER_THREAD"  # "0": streamed outputs written on the producer's thread

@@ -163,6 +163,49 @@ def build_now(con: sqlite3.Connection, rows: PmuRows, ids: list[int], key: int, 
     return Staged(names, built, len(pos), built, list(ids), done, str(rest) if done < len(pos) else None)
 
 
+@dataclass
+class Direct:
+    """A device's TASK_PMU_INFO rows inserted into the DB before the table's turn (a DB process
+    per device, ``unified_db.Fill.early``): ``n`` tasks of metrics ``names``, their rows (rowids
+    ``lo < rowid <= hi``) given the name ids ``ids`` (predicted for the table's turn; None: none
+    made yet); ``rest``: the file of the tasks not made yet (:func:`hand_over`)."""
+
+    names: list[str]
+    ids: list[int] | None
+    n: int
+    lo: int
+    hi: int
+    rest: str | None
+
+
+def insert_direct(con: sqlite3.Connection, rows: PmuRows, ids: list[int], more: Callable[[], bool] | None) -> int:
+    """:func:`pmu_rows`' ``rows`` appended to TASK_PMU_INFO with the name ids ``ids`` while
+    ``more()`` says so (asked every :data:`DB_CHUNK_ROWS` tasks); returns the tasks made."""
+    names, cols, pos, gids = rows
+    return _insert_pmu(con, cols, ids, pos, gids, more=more)
+
+
+def hand_over(path: Path, rows: PmuRows) -> None:
+    """:func:`_hand_over` of all of ``rows``' tasks."""
+    _hand_over(path, rows[1], rows[2], rows[3])
+
+
+def insert_rest(con: sqlite3.Connection, path: str, ids: list[int]) -> int:
+    """:func:`_insert_rest`; returns the tasks inserted."""
+    return _insert_rest(con, path, ids)
+
+
+def remap_direct(con: sqlite3.Connection, d: Direct, final: list[int]) -> bool:
+    """The rows of ``d`` given the name ids ``final`` (those of the table's turn) in place of
+    those they were made with: nothing to do when they are the same (returns True)."""
+    assert d.rest is None and d.ids is not None
+    if final == d.ids:
+        return True
+    pick = "CASE name " + " ".join(f"WHEN {int(a)} THEN {int(b)}" for a, b in zip(d.ids, final)) + " END"
+    con.execute(f"UPDATE TASK_PMU_INFO SET name = {pick} WHERE rowid > {int(d.lo)} AND rowid <= {int(d.hi)}")
+    return False
+
+
 def _hand_over(path: Path, cols: list[np.ndarray], pos: np.ndarray, gids: np.ndarray) -> None:
     """The TASK_PMU_INFO input of tasks ``pos`` (globalTaskIds ``gids``) in the file ``path``: one
     pickle per :data:`DB_CHUNK_ROWS` tasks, ``[gids, value column per metric]`` (read back a
@@ -173,15 +216,17 @@ def _hand_over(path: Path, cols: list[np.ndarray], pos: np.ndarray, gids: np.nda
             pickle.dump([gids[lo:lo + DB_CHUNK_ROWS], *[c[r] for c in cols]], f, protocol=5)
 
 
-def _insert_rest(con: sqlite3.Connection, path: str, ids: list[int]) -> None:
-    """TASK_PMU_INFO rows of the tasks :func:`_hand_over` wrote in ``path`` (name ids ``ids``)."""
+def _insert_rest(con: sqlite3.Connection, path: str, ids: list[int]) -> int:
+    """TASK_PMU_INFO rows of the tasks :func:`_hand_over` wrote in ``path`` (name ids ``ids``);
+    returns the tasks."""
+    n = 0
     with open(path, "rb") as f:
         while True:
             try:
                 g, *cols = pickle.load(f)
             except EOFError:
-                return
-            _insert_pmu(con, cols, ids, np.arange(len(g)), g)
+                return n
+            n += _insert_pmu(con, cols, ids, np.arange(len(g)), g)
 
 
 def _stage_rows(con: sqlite3.Connection, table: str, cols: list[np.ndarray], rows: np.ndarray,

@@ -2,12 +2,12 @@
 (nesting, flows, ids; fit durations to the viewers' grid), stream its chunks to a temporary name."""
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from msprof_py.atomic import atomic_writer
+from msprof_py.chunk_writer import _copy_into
 from msprof_py.export.base import ExportContext
 from msprof_py.export.timeline_model import SEPARATOR, FileRange, Timeline
 
@@ -60,7 +60,7 @@ def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> P
     with atomic_writer(path) as w:
         for c in json_array(tl.chunks(ctx, layers)):
             if isinstance(c, FileRange):
-                w.call(lambda fp, r=c: copy_range(r, fp))
+                w.copy(c.path, c.offset, c.length)
                 size += c.length
             else:
                 w.write(c)
@@ -76,25 +76,7 @@ def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> P
 
 
 def copy_range(r: FileRange, fp: IO[bytes]) -> None:
-    """Append ``r``'s bytes to ``fp``: ``copy_file_range`` (the kernel copies between the two
-    files' pages, no read into Python), else a read / write loop."""
-    fp.flush()
-    with open(r.path, "rb") as src:
-        off, left = r.offset, r.length
-        if hasattr(os, "copy_file_range"):
-            try:
-                while left:
-                    k = os.copy_file_range(src.fileno(), fp.fileno(), left, off)
-                    if k == 0:
-                        break
-                    off, left = off + k, left - k
-            except OSError:  # not supported between these files: copy what is left through Python
-                pass
-            fp.seek(0, os.SEEK_END)  # the kernel moved the file offset; the writer follows it
-        src.seek(off)
-        while left:
-            block = src.read(min(left, 1 << 22))
-            if not block:
-                raise OSError(f"{r.path}: ended at byte {off} while copying {r.length} bytes from byte {r.offset}")
-            fp.write(block)
-            off, left = off + len(block), left - len(block)
+    """Append ``r``'s bytes to ``fp`` (``copy_file_range``, else a read / write loop).  The
+    writers of :func:`atomic_writer` copy with their own ``copy`` (direct reads where they write
+    with ``O_DIRECT``)."""
+    _copy_into(fp, r.path, r.offset, r.length)

@@ -36,11 +36,12 @@ from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import device_ids
 from msprof_py.export.unified_db_enums import ENUM_TABLES, META_DATA
 from msprof_py.export.unified_db_host import api_rows, communication_rows, session_tables
-from msprof_py.export.unified_db_insert import create_table, insert_rows
+from msprof_py.export.unified_db_insert import create_table, insert_cols, insert_rows
 from msprof_py.export.unified_db_side import Side
 from msprof_py.export.unified_db_strings import StringIds
 from msprof_py.export.unified_db_tasks import (build_info, copy_info, db_tasks, info_columns, info_ids, info_rows,
-                                                insert_info, memcpy_ids, memcpy_rows, task_rows)
+                                                insert_info, memcpy_ids, memcpy_rows, remap_info, signature,
+                                                task_rows)
 from msprof_py.memory import trim
 from msprof_py.parse.build import join_parts
 from msprof_py.parse.pmu import metrics as pmu_metrics
@@ -127,9 +128,20 @@ class Held:
     """What a device before the last gives the tables after TASK, kept until their turn."""
 
     cols: list[Any] | None  # COMPUTE_TASK_INFO's columns (info_columns; None: no row)
-    info: Any  # those rows in their final form (build_info: table, ids) once built
-    pmu: pmu_db.Staged | None  # its TASK_PMU_INFO rows (pmu_db.stage_pmu; some built by pmu_db.build_pmu)
+    info: Any  # those rows in their final form (build_info: table, ids) once built; DirectInfo: in the DB
+    pmu: pmu_db.Staged | pmu_db.Direct | None  # its TASK_PMU_INFO rows (pmu_db.stage_pmu; some built by
+    # pmu_db.build_pmu; pmu_db.Direct: in the DB, early)
     freq: pd.DataFrame  # its AICORE_FREQ rows
+
+
+@dataclass
+class DirectInfo:
+    """A device's COMPUTE_TASK_INFO rows inserted into the DB before the table's turn (``Fill.early``):
+    rowids ``lo < rowid <= hi``, their strings' ids predicted (``signature``: ``_signature``)."""
+
+    lo: int
+    hi: int
+    signature: list[Any]
 
 
 class Fill:
@@ -168,6 +180,7 @@ class Fill:
         for s in ALWAYS_INTERNED:
             self.sid.one(s)
         self.created: set[str] = set()
+        self.precreated: set[str] = set()  # tables created before their turn that may stay empty (early)
         self.comm: list[pd.DataFrame] = []
         self.memcpy_gids = np.full(len(host.memcpy), np.nan)
         self.held: list[Held] = []  # per device before the last
@@ -185,6 +198,8 @@ class Fill:
     def add(self, con: sqlite3.Connection, s: Session) -> None:
         """Device ``self.i``'s session (all of the tables of a whole-session DB)."""
         session, i = self.host, self.i
+        if self.early and self.held:
+            self._finish(con)  # the previous device's rows its process did not make, before this device's
         t = db_tasks(s)
         if len(t):
             task_rows(con, session, t, self.sid, self.offset, self.created)
@@ -196,14 +211,8 @@ class Fill:
                                        np.arange(self.offset, self.offset + len(t), dtype=np.int64))
             held = Held(info_columns(session, t, self.offset) if len(t) else None, None, None, s.aicore_freq)
             self.held.append(held)
-            more = self.more or (lambda: True)
-            if self.early and more():  # (else inserted at the table's turn)
-                self._build_info(con)
-            if rows is not None and self.early:
-                rest = self.rest_dir / f"pmu_rest_{i}" if self.rest_dir is not None else None
-                held.pmu = pmu_db.build_now(con, rows, self._predict([h.cols for h in self.held],
-                                                                     [h.pmu for h in self.held[:-1]], rows[0]),
-                                            i, self.stage, more if rest is not None else None, rest)
+            if self.early:
+                self._direct(con, rows)
             elif rows is not None:
                 held.pmu = pmu_db.stage_pmu(con, rows, i, self.stage)
             del rows, held  # views of the device's pmu table: they would keep all of it
@@ -232,6 +241,83 @@ class Fill:
         if held.pmu is not None and held.pmu.done < held.pmu.n:
             ids = self._predict([h.cols for h in self.held], [h.pmu for h in self.held[:-1]], held.pmu.names)
             pmu_db.build_pmu(con, held.pmu, ids, idle)
+
+    def _direct(self, con: sqlite3.Connection, rows: pmu_db.PmuRows | None) -> None:
+        """``early``: the COMPUTE_TASK_INFO and TASK_PMU_INFO rows of the device :meth:`add` was
+        last given (not the last device) inserted into the DB now, their strings' ids those the
+        tables' turn is predicted to give (:meth:`between`), while ``self.more()`` says so (its
+        process has the device, the export has not reached the next one); the TASK_PMU_INFO tasks
+        not made then are handed over in a file (``pmu_db.insert_direct``).  The next device's
+        process makes what is left (:meth:`_finish`) before that device's rows: the DB file is
+        given the same statements in the same order whenever the export reached the next device,
+        so it has the same bytes (they differ from the DB written in one go: these tables' pages
+        come before the next device's TASK pages; the same rows and rowids)."""
+        held, i = self.held[-1], len(self.held) - 1
+        more = self.more or (lambda: True)
+        if held.cols is not None and more():
+            self._direct_info(con)
+        if rows is None:
+            return
+        names = rows[0]
+        if held.cols is not None and held.info is None:  # (told before the rows were made: all handed over)
+            held.pmu = pmu_db.Direct(names, None, len(rows[2]), 0, 0, None)
+        else:
+            self._create_pmu(con)
+            held.pmu = pmu_db.Direct(names, self._predict([h.cols for h in self.held],
+                                                          [h.pmu for h in self.held[:-1]], names),
+                                     len(rows[2]), 0, 0, None)
+            held.pmu.lo = held.pmu.hi = _rows_in(con, "TASK_PMU_INFO")
+            more = self.more or (lambda: True)
+            done = pmu_db.insert_direct(con, rows, held.pmu.ids, more if self.rest_dir is not None else None)
+            held.pmu.hi += done * len(names)
+            rows = (names, rows[1], rows[2][done:], rows[3][done:])
+        if len(rows[2]):
+            assert self.rest_dir is not None
+            held.pmu.rest = str(self.rest_dir / f"pmu_rest_{i}")
+            pmu_db.hand_over(Path(held.pmu.rest), rows)
+
+    def _finish(self, con: sqlite3.Connection) -> None:
+        """``early``: the rows of the previous device (``self.held[-1]``) its process did not make
+        (:meth:`_direct`), made now, in the order and with the ids that process would have."""
+        held = self.held[-1]
+        if held.cols is not None and held.info is None:
+            self._direct_info(con)
+        p = held.pmu
+        if isinstance(p, pmu_db.Direct) and p.rest is not None:
+            if p.ids is None:
+                self._create_pmu(con)
+                p.ids = self._predict([h.cols for h in self.held], [h.pmu for h in self.held[:-1]], p.names)
+                p.lo = p.hi = _rows_in(con, "TASK_PMU_INFO")
+            p.hi += pmu_db.insert_rest(con, p.rest, p.ids) * len(p.names)
+            Path(p.rest).unlink(missing_ok=True)
+            p.rest = None
+
+    def _direct_info(self, con: sqlite3.Connection) -> None:
+        """The COMPUTE_TASK_INFO rows of ``self.held[-1]`` appended to the table with the ids
+        predicted for its turn (:meth:`_build_info`'s)."""
+        held = self.held[-1]
+        assert held.cols is not None
+        sid = self.sid.copy()
+        for h in self.held[:-1]:
+            if h.cols is not None:
+                info_ids(h.cols, sid)
+        ids = info_ids(held.cols, sid)
+        lo = _rows_in(con, "COMPUTE_TASK_INFO") if "COMPUTE_TASK_INFO" in self.created else 0
+        insert_cols(con, "COMPUTE_TASK_INFO", *ids, created=self.created)
+        held.info = DirectInfo(lo, lo + len(held.cols[1]), signature(ids))
+
+    def _create_pmu(self, con: sqlite3.Connection) -> None:
+        """TASK_PMU_INFO created before its turn (``early``), and first the tables msprof's order
+        puts before it: COMPUTE_TASK_INFO (when no row is in it yet; dropped at the end if none
+        comes, :meth:`end`) and MEMCPY_INFO (when there are memcpy rows, inserted at its turn)."""
+        if "TASK_PMU_INFO" in self.created:
+            return
+        if "COMPUTE_TASK_INFO" not in self.created:
+            create_table(con, "COMPUTE_TASK_INFO", self.created)
+            self.precreated.add("COMPUTE_TASK_INFO")
+        if len(self.host.memcpy):
+            create_table(con, "MEMCPY_INFO", self.created)
+        create_table(con, "TASK_PMU_INFO", self.created)
 
     def _build_info(self, con: sqlite3.Connection) -> None:
         """The COMPUTE_TASK_INFO rows of the device :meth:`add` was last given (not the last
@@ -275,7 +361,10 @@ class Fill:
         """The tables after the devices' (every device added)."""
         session, held, sid, created = self.host, self.held, self.sid, self.created
         for h in held:
-            if h.cols is not None and h.info is not None:
+            if isinstance(h.info, DirectInfo):
+                assert h.cols is not None
+                remap_info(con, info_ids(h.cols, sid), h.info.signature, (h.info.lo, h.info.hi))
+            elif h.cols is not None and h.info is not None:
                 copy_info(con, h.cols, h.info, sid, created)
             else:
                 insert_info(con, h.cols, sid, created)
@@ -285,10 +374,14 @@ class Fill:
             self.last_cols = None
         elif self.last is not None and len(self.last[1]):
             info_rows(con, session, self.last[1], sid, self.last[2], created)
-        memcpy_rows(con, session, self.memcpy_gids, self.offset)
+        if "COMPUTE_TASK_INFO" in self.precreated and not _rows_in(con, "COMPUTE_TASK_INFO"):
+            con.execute("DROP TABLE COMPUTE_TASK_INFO")  # created before its turn, no row came (a table has rows)
+        memcpy_rows(con, session, self.memcpy_gids, self.offset, created)
         # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_db)
         for h in held:
-            if h.pmu is not None:
+            if isinstance(h.pmu, pmu_db.Direct):
+                pmu_db.remap_direct(con, h.pmu, [sid.one(pmu_metrics.db_name(n)) for n in h.pmu.names])
+            elif h.pmu is not None:
                 pmu_db.unfold_pmu(con, h.pmu, sid.one, created)
         if self.side_ids is not None:
             assert self.side is not None
@@ -312,6 +405,11 @@ class Fill:
         session_tables(con, session)
         insert_rows(con, "META_DATA", META_DATA)
         insert_rows(con, "STRING_IDS", [(i, s) for s, i in sid.ids.items()])
+
+
+def _rows_in(con: sqlite3.Connection, table: str) -> int:
+    """The largest rowid of ``table`` (0 when empty): its rows, inserted in order from rowid 1."""
+    return int(con.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()[0])
 
 
 class UnifiedDb:

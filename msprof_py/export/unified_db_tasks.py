@@ -14,7 +14,7 @@ import pandas as pd
 
 from msprof_py.export.session_access import NA_ID
 from msprof_py.export.unified_db_enums import ENUM_TABLES
-from msprof_py.export.unified_db_insert import Const, Lookup, Rows, create_table, i64, insert_cols
+from msprof_py.export.unified_db_insert import TABLES, Const, Lookup, Rows, create_table, i64, insert_cols
 from msprof_py.export.unified_db_strings import StringIds, factor
 from msprof_py.export.views import as_cat, ascend_task_types, info_names, info_types, is_level0, op_info
 from msprof_py.parse.session import Session
@@ -159,10 +159,36 @@ def copy_info(con: sqlite3.Connection, cols: list[Column], built: BuiltInfo, sid
         con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
-def _signature(ids: list[Any]) -> list[Any]:
+def signature(ids: list[Any]) -> list[Any]:
     """What decides the ids of :func:`info_ids`' columns: each string column's ids (the rest are
     the rows' own integers)."""
     return [c.ids.tolist() if isinstance(c, Lookup) else c.value if isinstance(c, Const) else None for c in ids]
+
+
+_signature = signature
+
+
+def remap_info(con: sqlite3.Connection, ids: list[Any], made: list[Any], rows: tuple[int, int]) -> bool:
+    """COMPUTE_TASK_INFO rows ``lo < rowid <= hi`` (``rows``) inserted with the string ids of the
+    signature ``made`` (:func:`signature`) given those of ``ids`` (:func:`info_ids` at the table's
+    turn): nothing to do when they are the same (returns True), else each string column's ids
+    mapped in place (the same rows and rowids)."""
+    final = signature(ids)
+    if final == made:
+        return True
+    cols = [c for c, _ in TABLES["COMPUTE_TASK_INFO"]]
+    sets = []
+    for col, old, new in zip(cols, made, final):
+        if old == new or old is None:
+            continue
+        pairs = dict(zip(old, new)) if isinstance(old, list) else {old: new}
+        pick = " ".join(f"WHEN {int(a)} THEN {int(b)}" for a, b in pairs.items() if a != b)
+        if pick:
+            sets.append(f"{col} = CASE {col} {pick} ELSE {col} END")
+    if sets:
+        con.execute(f"UPDATE COMPUTE_TASK_INFO SET {', '.join(sets)} WHERE rowid > {int(rows[0])} "
+                    f"AND rowid <= {int(rows[1])}")
+    return False
 
 
 def info_ids(cols: list[Column], sid: StringIds) -> list[Any]:
@@ -197,7 +223,8 @@ def memcpy_ids(m: pd.DataFrame, t: pd.DataFrame, offset: int, ids: np.ndarray) -
     ids[:] = np.where(np.isnan(ids), got, ids)
 
 
-def memcpy_rows(con: sqlite3.Connection, session: Session, ids: np.ndarray, total: int) -> None:
+def memcpy_rows(con: sqlite3.Connection, session: Session, ids: np.ndarray, total: int,
+                created: set[str] | None = None) -> None:
     """MEMCPY_INFO (db_assembler.cpp SaveMemcpyInfoData): one row per memcpy_info record with the
     globalTaskId of its task (``ids``, :func:`memcpy_ids`; msprof's IdPool gives a task not in
     TASK the next free id after TASK's ``total``), the size in bytes and the
@@ -212,7 +239,7 @@ def memcpy_rows(con: sqlite3.Connection, session: Session, ids: np.ndarray, tota
         g[fresh] = total + mk[fresh].groupby(MEMCPY_KEY, sort=False).ngroup().to_numpy()
     ops = {name: i for i, name in ENUM_TABLES["ENUM_MEMCPY_OPERATION"]}
     op = pd.Series(np.asarray(as_cat(m["direction"]), dtype=object)).map(ops).fillna(ops["other"])
-    insert_cols(con, "MEMCPY_INFO", g.astype(np.int64), i64(m["size_bytes"]), op.to_numpy(np.int64))
+    insert_cols(con, "MEMCPY_INFO", g.astype(np.int64), i64(m["size_bytes"]), op.to_numpy(np.int64), created=created)
 
 
 def host_pid(session: Session) -> int:

@@ -126,22 +126,29 @@ def test_processes_are_the_default_up_to_the_size_limit(two_devices: Path,  # no
 @pytest.mark.parametrize("miss", [False, True])
 def test_rows_made_early_by_the_processes(two_devices: Path, tmp_path: Path, miss: bool,  # noqa: F811
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """Device 0's process makes its COMPUTE_TASK_INFO and TASK_PMU_INFO rows in their final form
-    (``Fill.early``), copied at their tables' turn: the DB is the one written after the text
-    files, also when the ids predicted for device 0's rows are not those the tables' turn gives
-    (``miss``: every id one too high, the built rows mapped at the copy)."""
+    """Device 0's process inserts its COMPUTE_TASK_INFO and TASK_PMU_INFO rows into the DB at once
+    (``Fill.early``), with the string ids predicted for their tables' turn: the DB is the one
+    written after the text files (its dump), also when the ids predicted for device 0's rows are
+    not those the tables' turn gives (``miss``: every id one too high, mapped in place then)."""
     from msprof_py.export import pmu_db
     from msprof_py.export.unified_db_strings import StringIds
 
     log = tmp_path / "log"
-    parent, real_build = os.getpid(), pmu_db.build_now
+    parent, real_build, real_remap = os.getpid(), pmu_db.insert_direct, pmu_db.remap_direct
 
     def build(*a, **k):  # type: ignore[no-untyped-def]
         with open(log, "a") as f:
             f.write(f"build {os.getpid() != parent}\n")
         return real_build(*a, **k)
 
-    monkeypatch.setattr(pmu_db, "build_now", build)
+    def remap(*a, **k):  # type: ignore[no-untyped-def]
+        same = real_remap(*a, **k)
+        with open(log, "a") as f:
+            f.write(f"same ids {same}\n")
+        return same
+
+    monkeypatch.setattr(pmu_db, "insert_direct", build)
+    monkeypatch.setattr(pmu_db, "remap_direct", remap)
     if miss:
         real_copy = StringIds.copy
 
@@ -154,7 +161,8 @@ def test_rows_made_early_by_the_processes(two_devices: Path, tmp_path: Path, mis
     monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
     prof = _copy(two_devices, tmp_path / "p")
     export(prof, ExportOptions())
-    assert log.read_text().splitlines() == ["build True"]  # device 0's process (the last one inserts its own)
+    # device 0's process (the last one inserts its own); ids mapped in place when missed
+    assert log.read_text().splitlines() == ["build True", f"same ids {not miss}"]
     monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
     after = _copy(two_devices, tmp_path / "s")
     export(after, ExportOptions())
@@ -199,3 +207,67 @@ def test_rows_not_made_early_are_handed_over(two_devices: Path, tmp_path: Path, 
     after = _copy(src, tmp_path / "s")
     export(after, ExportOptions())
     assert _outputs(prof) == _outputs(after) and _leftovers(prof) == []
+
+
+def test_db_bytes_do_not_depend_on_when_a_process_is_told(two_devices: Path, tmp_path: Path,  # noqa: F811
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Device 0's process inserts its rows into the DB file until the export reaches the next
+    device (a moment that differs run to run); the next process inserts the rest first, with the
+    same statements: the DB file has the same bytes wherever the cut fell (none, before its
+    COMPUTE_TASK_INFO rows, after a few chunks of TASK_PMU_INFO tasks)."""
+    import hashlib
+
+    from msprof_py.export import pmu_db
+
+    monkeypatch.setattr(pmu_db, "DB_CHUNK_ROWS", 7)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    md5 = set()
+    for k, early in enumerate([None, 0, 1, 4]):
+        if early is not None:
+            def waiting(go_r: int, early: int = early):  # type: ignore[no-untyped-def]
+                asked = iter(range(early + 1))
+                return lambda: next(asked, early) < early
+
+            monkeypatch.setattr(db_process, "_waiting", waiting)
+        prof = _copy(two_devices, tmp_path / str(k))
+        export(prof, ExportOptions())
+        (db,) = prof.glob("*.db")
+        md5.add(hashlib.md5(db.read_bytes()).hexdigest())
+        assert _leftovers(prof) == []
+    assert len(md5) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="one core: nothing to keep")
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_core_kept_for_the_last_db_process(two_devices: Path, tmp_path: Path, keep: bool,  # noqa: F811
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the last DB process runs, the export's thread (and the threads it starts) leave it
+    one core (``_CoreKept``; not with ``MSPROF_PY_DB_CORE=0``); that process itself may run on
+    every core; every core is given back when it ends, and the export's threads end with it."""
+    full = os.sched_getaffinity(0)
+    seen: list[tuple[str, set[int]]] = []
+    real_put, real_add = db_process.DbProcesses.put, db_process.DbProcesses._add
+
+    def put(self, session):  # type: ignore[no-untyped-def]
+        real_put(self, session)
+        seen.append(("export", os.sched_getaffinity(0)))
+
+    def add(self, d, session, go_r=-1):  # type: ignore[no-untyped-def]
+        with open(tmp_path / f"mask_{d}", "w") as f:
+            f.write(" ".join(map(str, sorted(os.sched_getaffinity(0)))))
+        return real_add(self, d, session, go_r)
+
+    monkeypatch.setattr(db_process.DbProcesses, "put", put)
+    monkeypatch.setattr(db_process.DbProcesses, "_add", add)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    if not keep:
+        monkeypatch.setenv("MSPROF_PY_DB_CORE", "0")
+    before = {t.ident for t in threading.enumerate()}
+    prof = _copy(two_devices, tmp_path / "p")
+    export(prof, ExportOptions())
+    assert os.sched_getaffinity(0) == full
+    assert {t.ident for t in threading.enumerate()} <= before
+    assert [m for _, m in seen] == [full, full - {max(full)} if keep else full]
+    for d in (0, 1):  # the DB processes: every core
+        assert set(map(int, (tmp_path / f"mask_{d}").read_text().split())) == full

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -25,10 +26,27 @@ def two_devices(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _outputs(prof: Path) -> dict[str, str]:
+    """md5 of each output file; of a DB, of :func:`db_text` (its file's bytes depend on how it was
+    written: the DB processes write some tables' pages in another order, README "Unified DB")."""
     files = sorted(p for p in prof.rglob("*") if p.is_file() and (
         "mindstudio_profiler_output" in p.parts or p.suffix == ".db" or p.name == "msprof_py_export.log"))
-    return {str(p.relative_to(prof)): hashlib.md5(p.read_bytes().replace(str(prof).encode(), b"P")).hexdigest()
+    return {str(p.relative_to(prof)): hashlib.md5(db_text(p) if p.suffix == ".db" else
+                                                  p.read_bytes().replace(str(prof).encode(), b"P")).hexdigest()
             for p in files}
+
+
+def db_text(path: Path) -> bytes:
+    """What ``sqlite3 DB .dump`` shows of a DB (its tables in the order they were created, their
+    CREATE statements, every row in rowid order), and each row's rowid, and the page size."""
+    con = sqlite3.connect(path)
+    try:
+        out = [repr(con.execute("PRAGMA page_size").fetchone())]
+        for name, sql in con.execute("SELECT name, sql FROM sqlite_master ORDER BY rowid").fetchall():
+            out.append(sql)
+            out += [repr(r) for r in con.execute(f'SELECT rowid, * FROM "{name}" ORDER BY rowid')]
+        return "\n".join(out).encode()
+    finally:
+        con.close()
 
 
 def _export(src: Path, where: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> dict[str, str]:
