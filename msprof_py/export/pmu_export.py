@@ -138,10 +138,9 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
         if "cycle" in name:
             cols.append(Col.lazy("int", _lazy(values, at, _as_int64, vals), na_mask=na))
             continue
-        k, exact = round3_thousandths(vals)
+        k, exact, fix = round3_thousandths(vals, fixes=True)
         if exact.all():  # numbers rendered in place (no string per task: 25 metrics x 500 k tasks)
             # the few values SQLite rounds otherwise than numpy (next to a tie), kept by pmu row
-            fix = np.flatnonzero(round3_plain(vals) != k)
             fixes = np.unique(np.stack([src[fix], k[fix]]), axis=1) if len(fix) else None
             cols.append(Col.lazy("real3", _lazy(values, at, round3_plain, k, fixes), na_mask=na))
         else:  # a NaN / inf / huge value somewhere: each distinct text made once

@@ -21,46 +21,62 @@ from msprof_py.export.digits import us3_width, write_us3
 _LIMIT = 1e9  # below it a double's step is far under 0.0005: k / 1000 is exact text
 
 
-def round3_thousandths(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def round3_thousandths(values: np.ndarray, fixes: bool = False) -> tuple[np.ndarray, ...]:
     """``(k, exact)``: ``k`` (int64) is SQLite's ``ROUND(x, 3)`` of each value in thousandths,
     valid where ``exact`` (finite and below 1e9 in magnitude; the others, rare, need the text
-    of :func:`~msprof_py.export.pmu_export.sqlite_real_text`).
+    of :func:`~msprof_py.export.pmu_export.sqlite_real_text`).  ``fixes``: also the positions
+    where ``k`` is not :func:`round3_plain`'s number (the values SQLite rounds otherwise).
 
     numpy's rounding agrees with SQLite's except next to a tie (x * 1000 within a few ulps of
-    k + 0.5); those values are rounded by SQLite itself."""
+    k + 0.5); those values are rounded by SQLite itself.
+
+    ``np.round(x, 3)`` is ``rint(x * 1000) / 1000``, and that times 1000 rounds back to
+    ``m = rint(x * 1000)`` below 1e9 (``|m| < 1e12``), so ``k`` is ``m`` there; the values next
+    to a tie are found from ``|y - m|`` (``y = x * 1000``: exact, ``m`` is within 0.5 of ``y``)
+    with a margin, then tested as before (``|y - floor(y) - 0.5|`` against the tolerance): one
+    product and one rint per value, not two of each and a floor (op_summary: 21 metric columns
+    of every task with PMU data)."""
     v = np.asarray(values, np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        r = np.round(v, 3) + 0.0
-        exact = np.abs(r) < _LIMIT
-        if exact.all():  # the usual column: no masked gather and scatter
-            k = np.rint(r * 1000.0).astype(np.int64)
+        y = v * 1000.0
+        m = np.rint(y)
+        exact = np.abs(m) < _LIMIT * 1000.0
+        every = bool(exact.all())
+        if every:  # the usual column: no masked gather and scatter
+            k = m.astype(np.int64)
+            top = max(float(y.max(initial=0.0)), -float(y.min(initial=0.0)))
         else:
             k = np.zeros(len(v), np.int64)
-            k[exact] = np.rint(r[exact] * 1000.0).astype(np.int64)
-        del r
-        scaled = v * 1000.0
-        off = np.abs(scaled - np.floor(scaled) - 0.5)
-        # a tie's tolerance grows with |scaled|: its largest (over the exact values) bounds every
+            k[exact] = m[exact].astype(np.int64)
+            top = float(np.abs(y[exact]).max(initial=0.0))
+        # a tie's tolerance grows with |y|: its largest (over the exact values) bounds every
         # value's, so only the few values within it are tested one by one
-        top = float(np.abs(scaled[exact]).max(initial=0.0)) if not exact.all() else float(np.abs(scaled).max(initial=0.0))
-        near = np.flatnonzero(exact & (off <= 16 * np.spacing(top) + 1e-9))
+        tol = 16 * np.spacing(top) + 1e-9
+        d = np.abs(y - m)  # (0.5 - d is the distance to the tie, within 1e-15 of the test's)
+        near = np.flatnonzero(d >= 0.5 - tol - 1e-6) if every else np.flatnonzero(exact & (d >= 0.5 - tol - 1e-6))
+        del d, m
         if len(near):
-            tie = off[near] <= 16 * np.spacing(np.abs(scaled[near])) + 1e-9
-            near = near[tie]
-        near_tie = np.zeros(len(v), bool)
-        near_tie[near] = True
-    if near_tie.any():
+            yn = y[near]
+            off = np.abs(yn - np.floor(yn) - 0.5)
+            near = near[(off <= tol) & (off <= 16 * np.spacing(np.abs(yn)) + 1e-9)]
+        del y
+    fixed = []
+    if len(near):
         con = sqlite3.connect(":memory:")
         try:
-            for i in np.flatnonzero(near_tie).tolist():
+            for i in near.tolist():
                 t = con.execute("SELECT CAST(ROUND(?, 3) AS TEXT)", (float(v[i]),)).fetchone()[0]
-                y = float(t) * 1000.0
-                if abs(y) < _LIMIT * 1000.0 and abs(y - round(y)) < 1e-6:
-                    k[i] = int(round(y))
+                y1 = float(t) * 1000.0
+                if abs(y1) < _LIMIT * 1000.0 and abs(y1 - round(y1)) < 1e-6:
+                    if int(round(y1)) != k[i]:
+                        k[i] = int(round(y1))
+                        fixed.append(i)
                 else:  # not a 3-decimal text after all: let the caller print it
                     exact[i] = False
         finally:
             con.close()
+    if fixes:
+        return k, exact, np.array(fixed, np.int64)
     return k, exact
 
 

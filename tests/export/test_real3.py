@@ -109,3 +109,65 @@ def test_op_summary_pmu_columns_made_per_chunk(rows: list, n_comm: int, rnd, chu
     want_mac = [sqlite_real_text(np.array([rows[j][0]]))[0] if j < n and has[j] else "N/A" for j in order.tolist()]
     assert _chunked_texts(cols[0], chunk) == csv_texts(cols[0]) == want_cyc
     assert _chunked_texts(cols[1], chunk) == csv_texts(cols[1]) == want_mac
+
+
+def _round3_before(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """round3_thousandths as it was written before its one-rint form (2026-11-25), with the
+    positions op_summary then took as fixes (``round3_plain(v) != k``)."""
+    import sqlite3
+
+    from msprof_py.export.real3 import round3_plain
+
+    v = np.asarray(values, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.round(v, 3) + 0.0
+        exact = np.abs(r) < 1e9
+        k = np.zeros(len(v), np.int64)
+        k[exact] = np.rint(r[exact] * 1000.0).astype(np.int64)
+        scaled = v * 1000.0
+        off = np.abs(scaled - np.floor(scaled) - 0.5)
+        top = float(np.abs(scaled[exact]).max(initial=0.0))
+        near = np.flatnonzero(exact & (off <= 16 * np.spacing(top) + 1e-9))
+        if len(near):
+            near = near[off[near] <= 16 * np.spacing(np.abs(scaled[near])) + 1e-9]
+    con = sqlite3.connect(":memory:")
+    for i in near.tolist():
+        t = con.execute("SELECT CAST(ROUND(?, 3) AS TEXT)", (float(v[i]),)).fetchone()[0]
+        y = float(t) * 1000.0
+        if abs(y) < 1e12 and abs(y - round(y)) < 1e-6:
+            k[i] = int(round(y))
+        else:
+            exact[i] = False
+    con.close()
+    with np.errstate(invalid="ignore", over="ignore"):
+        fixes = np.flatnonzero(round3_plain(v) != k)
+    return k, exact, fixes
+
+
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(-1e12, 1e12),
+                          st.sampled_from(_EDGES + [math.nan, math.inf, 1e9, 999999999.9995, 0.0015, 1.0005,
+                                                    -2.5e-4, 4503599627370495.5]),
+                          st.integers(-10**9, 10**9).map(lambda k: (k + 0.5) / 1000),
+                          st.integers(-10**6, 10**6).map(lambda k: k / 1000)),
+                min_size=1, max_size=80))
+@settings(max_examples=400, deadline=None)
+def test_one_rint_form_equals_the_one_before(values: list[float]) -> None:
+    """The same ``k``, ``exact`` and fixes as the formulation before (ties, NaN, inf, huge values
+    and -0.0 included); the fixes where every value is exact (the only case op_summary uses them)."""
+    v = np.array(values, dtype=np.float64)
+    k, exact, fixes = round3_thousandths(v, fixes=True)
+    k0, exact0, fixes0 = _round3_before(v)
+    assert exact.tolist() == exact0.tolist()
+    assert k[exact].tolist() == k0[exact0].tolist() and k[~exact].tolist() == k0[~exact0].tolist()
+    if exact.all():
+        assert fixes.tolist() == fixes0.tolist()
+    k2, exact2 = round3_thousandths(v)
+    assert k2.tolist() == k.tolist() and exact2.tolist() == exact.tolist()
+
+
+def test_ties_are_fixed_by_sqlite() -> None:
+    """Values next to a tie that numpy's rint rounds otherwise than SQLite: in the fixes."""
+    v = np.array([(k + 0.5) / 1000 for k in range(-3000, 3000)], np.float64)
+    k, exact, fixes = round3_thousandths(v, fixes=True)
+    k0, exact0, fixes0 = _round3_before(v)
+    assert exact.all() and k.tolist() == k0.tolist() and fixes.tolist() == fixes0.tolist() and len(fixes)
