@@ -16,7 +16,7 @@ earlier output (:meth:`ChunkWriter.copy`) is read back with ``O_DIRECT`` too, in
 buffer, so neither file's bytes go through the page cache.  ``O_DIRECT`` is left off (plain
 buffered writes) where the file system refuses it, when ``MSPROF_PY_DIRECT_IO=0``, for a file
 object that is not a plain ``FileIO`` and, for the rest of the process, once direct writes have
-gone slower than :data:`DIRECT_MIN_BYTES_PER_S` (a slow disk: buffered writes let the export end
+gone slower than :data:`DIRECT_MIN_BYTES_PER_S` in the median (a slow disk: buffered writes let the export end
 while the kernel writes back).
 
 A leaf module: only the standard library.
@@ -44,25 +44,28 @@ WRITE_AHEAD_BYTES = 8 << 20  # bytes handed to a writer thread and not yet writt
 STAGE_BYTES = 4 << 20  # staging buffer of a file: what one direct write takes at most
 ALIGN = 4096  # file offsets, lengths and buffer addresses of direct writes / reads are multiples
 DIRECT_ENV = "MSPROF_PY_DIRECT_IO"  # "0": buffered writes only
-DIRECT_MIN_BYTES_PER_S = 200e6  # direct writes slower than this (after DIRECT_PROBE_BYTES): buffered from then on
-DIRECT_PROBE_BYTES = 256 << 20
+DIRECT_MIN_BYTES_PER_S = 200e6  # the median direct write slower than this: buffered writes from then on
+DIRECT_SAMPLE_BYTES = 1 << 20  # direct writes this big are timed (see _Stats)
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
 
 
 class _Stats:
-    """The process's direct writes so far (bytes, seconds), to stop using them on a slow disk."""
+    """The process's last direct writes of at least :data:`DIRECT_SAMPLE_BYTES`, to stop using
+    them on a slow disk: when the median rate of the last :data:`DIRECT_SAMPLES` is below
+    :data:`DIRECT_MIN_BYTES_PER_S`.  The median, not the sum: a write whose thread waited for a
+    core (a busy machine, a profiler pausing the process) is slow once; a slow disk's are all slow."""
 
     lock = threading.Lock()
-    bytes = 0
-    seconds = 0.0
+    rates: deque[float] = deque(maxlen=31)
     slow = False
 
     @classmethod
     def add(cls, n: int, dt: float) -> None:
+        if n < DIRECT_SAMPLE_BYTES:
+            return
         with cls.lock:
-            cls.bytes += n
-            cls.seconds += dt
-            if cls.bytes >= DIRECT_PROBE_BYTES and cls.bytes < DIRECT_MIN_BYTES_PER_S * cls.seconds:
+            cls.rates.append(n / max(dt, 1e-9))
+            if len(cls.rates) == cls.rates.maxlen and sorted(cls.rates)[len(cls.rates) // 2] < DIRECT_MIN_BYTES_PER_S:
                 cls.slow = True
 
 
@@ -100,6 +103,7 @@ def _after_fork_in_child() -> None:
     global _POOL
     _POOL = _Pool()
     _Stats.lock = threading.Lock()
+    _Stats.rates = deque(maxlen=_Stats.rates.maxlen)
 
 
 if hasattr(os, "register_at_fork"):

@@ -9,6 +9,7 @@ import io
 import os
 import random
 import threading
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,7 @@ def small_stage(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stages of 64 KiB (the pool's buffers may be bigger: only the first STAGE_BYTES are used)
     and a fresh speed record, so a few hundred KB cross many blocks."""
     monkeypatch.setattr(chunk_writer, "STAGE_BYTES", 64 << 10)
-    monkeypatch.setattr(chunk_writer._Stats, "bytes", 0)
-    monkeypatch.setattr(chunk_writer._Stats, "seconds", 0.0)
+    monkeypatch.setattr(chunk_writer._Stats, "rates", deque(maxlen=chunk_writer._Stats.rates.maxlen))
     monkeypatch.setattr(chunk_writer._Stats, "slow", False)
     monkeypatch.delenv(chunk_writer.DIRECT_ENV, raising=False)
 
@@ -123,7 +123,11 @@ def test_no_direct_writes_when_switched_off_or_the_disk_is_slow(tmp_path: Path,
     with atomic.atomic_writer(tmp_path / "a.bin") as w:
         w.write(data)
     monkeypatch.delenv(chunk_writer.DIRECT_ENV)
-    chunk_writer._Stats.add(chunk_writer.DIRECT_PROBE_BYTES, chunk_writer.DIRECT_PROBE_BYTES / 1e6)  # 1 MB/s
+    for k in range(31):  # a busy machine: some writes wait for a core; the median is fast
+        chunk_writer._Stats.add(4 << 20, 1.0 if k % 3 == 0 else 0.002)
+    assert not chunk_writer._Stats.slow and chunk_writer.direct_io_on()
+    for _ in range(16):  # a slow disk: most writes are slow
+        chunk_writer._Stats.add(4 << 20, 0.1)
     assert chunk_writer._Stats.slow and not chunk_writer.direct_io_on()
     with atomic.atomic_writer(tmp_path / "b.bin") as w:
         w.write(data)
