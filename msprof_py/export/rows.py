@@ -30,7 +30,22 @@ from msprof_py.export.digits import gather, int_width, round4, us3_width, write_
 Fill = Callable[[np.ndarray, int, int], None]  # (out view (rows, width), start, stop): write the rows' text
 CHUNK_ROWS = 1 << 14
 # threads rendering chunks in parallel (MSPROF_PY_THREADS overrides; 1 = serial)
-WORKERS = int(os.environ.get("MSPROF_PY_THREADS", "0")) or min(4, os.cpu_count() or 1)
+_ASKED = int(os.environ.get("MSPROF_PY_THREADS", "0"))
+WORKERS = _ASKED or min(4, os.cpu_count() or 1)
+
+
+def render_workers() -> int:
+    """Threads for a table's chunks now: :data:`WORKERS`, at most the cores the calling thread
+    may run on (unless ``MSPROF_PY_THREADS`` asked): the export narrows its threads to the cores
+    the last DB process does not use (:mod:`msprof_py.export.db_process`), and on one core a pool
+    only adds its hand-overs of the GIL to the same work (B', 2 cores: every chunk rendered by
+    the thread that asks for it while that process runs)."""
+    if _ASKED or WORKERS <= 1 or not hasattr(os, "sched_getaffinity"):
+        return WORKERS
+    try:
+        return max(1, min(WORKERS, len(os.sched_getaffinity(0))))
+    except OSError:
+        return WORKERS
 
 
 def text_table(values: Sequence[str]) -> np.ndarray:
@@ -224,7 +239,7 @@ class RowBuilder:
             return
         rows = min(chunk_rows or CHUNK_ROWS, self.n)
         starts = list(range(0, self.n, rows))
-        nworkers = WORKERS if workers is None else workers
+        nworkers = render_workers() if workers is None else workers
         if nworkers <= 1 or len(starts) < 3:
             buf, offsets = self._buffer(rows)
             for start in starts:

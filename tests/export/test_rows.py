@@ -114,3 +114,50 @@ def test_csv_table_parses_back(tmp_path_factory, rows) -> None:
 def test_jstr_many_equals_one_by_one(values: list[str]) -> None:
     from msprof_py.export.trace_events import jstr, jstr_many
     assert jstr_many(values) == [jstr(v) for v in values]
+
+
+def test_render_threads_follow_the_calling_threads_cores(monkeypatch) -> None:
+    """On one core (the export narrows its threads while the last DB process runs) chunks are
+    rendered by the calling thread, with the same text; on more, the pool's threads render them;
+    MSPROF_PY_THREADS, when set, wins."""
+    import os
+    import threading
+
+    import pytest
+
+    import msprof_py.export.rows as rows
+
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two cores and sched_setaffinity")
+    monkeypatch.setattr(rows, "_ASKED", 0)
+    monkeypatch.setattr(rows, "WORKERS", 2)
+    v = np.arange(20_000, dtype=np.int64) * 7919
+    seen: set[str] = set()
+
+    def build() -> RowBuilder:
+        rb = RowBuilder(len(v)).int(v).lit("\n")
+        segs = rb._layout()
+        w, lit, fill = segs[0]
+
+        def spy(out, a, b):
+            seen.add(threading.current_thread().name)
+            fill(out, a, b)
+        rb._final = [(w, lit, spy), *segs[1:]]
+        return rb
+
+    expected = "".join(f"{x}\n" for x in v.tolist()).encode()
+    assert b"".join(build().chunks(1024)) == expected
+    assert seen and threading.current_thread().name not in seen  # the pool's threads
+    full = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(full)})
+    try:
+        assert rows.render_workers() == 1
+        seen.clear()
+        assert b"".join(build().chunks(1024)) == expected
+        assert seen == {threading.current_thread().name}
+        monkeypatch.setattr(rows, "_ASKED", 2)  # MSPROF_PY_THREADS=2: asked for
+        assert rows.render_workers() == 2
+    finally:
+        os.sched_setaffinity(0, full)
+    monkeypatch.setattr(rows, "_ASKED", 0)
+    assert rows.render_workers() == 2
