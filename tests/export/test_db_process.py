@@ -271,3 +271,37 @@ def test_a_core_kept_for_the_last_db_process(two_devices: Path, tmp_path: Path, 
     assert [m for _, m in seen] == [full, full - {max(full)} if keep else full]
     for d in (0, 1):  # the DB processes: every core
         assert set(map(int, (tmp_path / f"mask_{d}").read_text().split())) == full
+
+
+@pytest.mark.parametrize("without", ["first", "every"])
+def test_pmu_rows_of_a_device_without_compute_task_info(two_devices: Path, tmp_path: Path,  # noqa: F811
+                                                        without: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Device 0's process creates TASK_PMU_INFO when it inserts its rows, and COMPUTE_TASK_INFO
+    before it even when device 0 has no row for it (msprof's order of the tables); dropped at the
+    end when no device had one (a table has rows): the DB is the one written after the text
+    files (``without``: device 0 has no COMPUTE_TASK_INFO row, or no device has)."""
+    import sqlite3
+
+    from msprof_py.export import unified_db, unified_db_tasks
+
+    real = unified_db_tasks.info_columns
+
+    def cols(session, t, offset):  # type: ignore[no-untyped-def]
+        return None if offset == 0 or without == "every" else real(session, t, offset)
+
+    monkeypatch.setattr(unified_db, "info_columns", cols)
+    monkeypatch.setattr(unified_db_tasks, "info_columns", cols)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    prof = _copy(two_devices, tmp_path / "p")
+    export(prof, ExportOptions())
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    after = _copy(two_devices, tmp_path / "s")
+    export(after, ExportOptions())
+    log = "mindstudio_profiler_log/msprof_py_export.log"  # (it gives the DB file's size: not the same)
+    assert {k: v for k, v in _outputs(prof).items() if k != log} == \
+        {k: v for k, v in _outputs(after).items() if k != log} and _leftovers(prof) == []
+    (db,) = prof.glob("*.db")
+    con = sqlite3.connect(db)
+    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master")]
+    con.close()
+    assert ("COMPUTE_TASK_INFO" in tables) == (without == "first") and "TASK_PMU_INFO" in tables
