@@ -131,6 +131,7 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
     # of every row, were the top of op_summary's working set)
     cube = _cube_usage(p[CUBE_BASE].to_numpy(np.float64), hit, total, order, dur_ns, src) \
         if v4 and "aic_mac_ratio" in {M.summary_header(n) for n in names} and CUBE_BASE in p.columns else None
+    pending: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []  # each column's fixes, placed below
     for name in names:
         values = p[name].to_numpy()
         vals = values[src]
@@ -141,13 +142,17 @@ def op_summary_columns(session: Session, device_id: int, tasks: pd.DataFrame, n_
         k, exact, fix = round3_thousandths(vals, fixes=True)
         if exact.all():  # numbers rendered in place (no string per task: 25 metrics x 500 k tasks)
             # the few values SQLite rounds otherwise than numpy (next to a tie), kept by pmu row
-            fixes = np.unique(np.stack([src[fix], k[fix]]), axis=1) if len(fix) else None
+            fixes: dict[str, np.ndarray] | None = None
+            if len(fix):
+                fixes = {}
+                pending.append((np.unique(np.stack([src[fix], k[fix]]), axis=1), fixes))
             cols.append(Col.lazy("real3", _lazy(values, at, round3_plain, k, fixes), na_mask=na))
         else:  # a NaN / inf / huge value somewhere: each distinct text made once
             cols.append(Col.text(_metric_texts(vals, sqlite_real_text, hit, total, order), number=True))
         del k, exact
         if not v4:  # for memory_bound
             rounded[name] = np.round(vals.astype(np.float64), 3)
+    _place_fixes(at, len(p), pending)
     extra = _memory_bound(rounded, hit, total) if not v4 else None
     if extra is not None:
         headers.append("memory_bound")
@@ -162,12 +167,30 @@ def _as_int64(v: np.ndarray) -> np.ndarray:
     return v.astype(np.int64)
 
 
+def _place_fixes(at: np.ndarray, n_pmu: int, pending: list[tuple[np.ndarray, dict[str, np.ndarray]]]) -> None:
+    """Each column's fixes, ``(pmu rows sorted, their numbers)``, as the final rows showing them
+    (``rows``, sorted) and their numbers (``k``), filled into the column's dict: the rows of every
+    column's fixed pmu rows found in one pass over ``at`` (final row -> pmu row, -1: none), so a
+    chunk finds its fixes by two scalar searches, not a search per row and column."""
+    if not pending:
+        return
+    marked = np.zeros(n_pmu + 1, bool)  # (the extra last slot: ``at`` -1, no pmu row)
+    marked[np.concatenate([f[0] for f, _ in pending])] = True
+    rows = np.flatnonzero(marked[at])
+    pos = at[rows].astype(np.int64)
+    for f, into in pending:
+        j = np.minimum(np.searchsorted(f[0], pos), f.shape[1] - 1)
+        mine = f[0][j] == pos
+        into["rows"], into["k"] = rows[mine], f[1][j[mine]]
+
+
 def _lazy(values: np.ndarray, at: np.ndarray, convert: Any, shown: np.ndarray,
-          fixes: np.ndarray | None = None) -> Lazy:
+          fixes: dict[str, np.ndarray] | None = None) -> Lazy:
     """One PMU column of op_summary as numbers made per chunk of rows: ``convert`` of
     ``values[at]`` (rows without a PMU row, ``at`` -1, give 0: they show N/A); ``shown``:
     the numbers of every row shown (the column's width; 0 counted in as the rows without);
-    ``fixes``: (pmu rows sorted, their numbers), where ``convert`` is not the number."""
+    ``fixes``: ``rows`` (final rows, sorted) and their numbers ``k``, where ``convert`` is not
+    the number (:func:`_place_fixes`)."""
     lo, hi = (min(0, int(shown.min())), max(0, int(shown.max()))) if len(shown) else (0, 0)
 
     def get(a: int, b: int) -> np.ndarray:
@@ -179,9 +202,10 @@ def _lazy(values: np.ndarray, at: np.ndarray, convert: Any, shown: np.ndarray,
             out = np.zeros(len(pos), np.int64)
             out[some] = convert(values[pos[some]])
         if fixes is not None:
-            f = np.minimum(np.searchsorted(fixes[0], pos), fixes.shape[1] - 1)
-            hit = fixes[0][f] == pos
-            out[hit] = fixes[1][f[hit]]
+            rows = fixes["rows"]
+            i, j = int(np.searchsorted(rows, a)), int(np.searchsorted(rows, b))
+            if j > i:
+                out[rows[i:j] - a] = fixes["k"][i:j]
         return out
 
     return Lazy(len(at), (lo, hi), get)

@@ -171,3 +171,37 @@ def test_ties_are_fixed_by_sqlite() -> None:
     k, exact, fixes = round3_thousandths(v, fixes=True)
     k0, exact0, fixes0 = _round3_before(v)
     assert exact.all() and k.tolist() == k0.tolist() and fixes.tolist() == fixes0.tolist() and len(fixes)
+
+
+@given(st.integers(1, 60), st.integers(1, 300), st.data())
+@settings(max_examples=200, deadline=None)
+def test_fixes_placed_by_final_row_equal_a_search_per_row(n_pmu: int, n_rows: int, data) -> None:
+    """op_summary's lazy PMU columns: the fixed numbers found per chunk from the final rows
+    (_place_fixes) equal the search per row and pmu row it replaced, for any chunking, rows
+    without a pmu row (-1) and pmu rows shown by several rows."""
+    from msprof_py.export.pmu_export import _lazy, _place_fixes
+    from msprof_py.export.real3 import round3_plain
+
+    at = np.array(data.draw(st.lists(st.integers(-1, n_pmu - 1), min_size=n_rows, max_size=n_rows)), np.int32)
+    values = np.array(data.draw(st.lists(st.floats(-1e6, 1e6), min_size=n_pmu, max_size=n_pmu)))
+    cols = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        fixed = sorted(set(data.draw(st.lists(st.integers(0, n_pmu - 1), max_size=8))))
+        if fixed:
+            cols.append(np.stack([np.array(fixed, np.int64),
+                                  np.array(data.draw(st.lists(st.integers(-10**9, 10**9), min_size=len(fixed),
+                                                              max_size=len(fixed))), np.int64)]))
+    holders = [{} for _ in cols]
+    _place_fixes(at, n_pmu, list(zip(cols, holders)))
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, n_rows), max_size=5))) | {0, n_rows})
+    for f, holder in zip(cols, holders):
+        lazy = _lazy(values, at, round3_plain, np.zeros(1, np.int64), holder)
+        got = np.concatenate([lazy[a:b] for a, b in zip(cuts, cuts[1:])])
+        pos = at.astype(np.int64)
+        want = np.zeros(n_rows, np.int64)
+        some = pos >= 0
+        want[some] = round3_plain(values[pos[some]])
+        j = np.minimum(np.searchsorted(f[0], pos), f.shape[1] - 1)  # (the search per row it replaced)
+        hit = f[0][j] == pos
+        want[hit] = f[1][j[hit]]
+        assert got.tolist() == want.tolist()
