@@ -139,6 +139,7 @@ class _Sink:
         self._base = 0  # file offset of stage[0]
         self._direct = False  # O_DIRECT set on the descriptor now
         self._can_direct = self._raw is not None
+        self.aborted = False  # set by the writer's abort (from the producer's thread)
         if self._raw is not None:
             fp.flush()
             pos = self._raw.tell()
@@ -246,6 +247,8 @@ class _Sink:
             reader = _Reader(fd, path, offset, length)
             try:
                 for view in reader:
+                    if self.aborted:  # the producer failed: the file is removed, stop copying into it
+                        return
                     self.write(view)
             finally:
                 reader.close()
@@ -500,6 +503,7 @@ class ChunkWriter:
             self._error = None
             self._items.clear()
             self._cv.notify_all()
+        self._sink.aborted = True  # (a copy under way stops at its next block)
         self._thread.join()
         self._sink.release()
 

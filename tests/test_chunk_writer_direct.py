@@ -9,6 +9,7 @@ import io
 import os
 import random
 import threading
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -207,3 +208,25 @@ def test_a_forked_process_writes_with_buffers_of_its_own(tmp_path: Path) -> None
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert (tmp_path / "parent").read_bytes() == b"p" * 1_000_000
+
+
+def test_an_abort_stops_a_copy_under_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing producer (Ctrl-C) does not wait for a long copy queued before it to finish."""
+    src = tmp_path / "src.bin"
+    src.write_bytes(b"s" * 4_000_000)
+    blocks: list[int] = []
+    real = chunk_writer._Sink.write
+
+    def slow_write(self: Any, buf: Any) -> None:
+        blocks.append(len(memoryview(buf)))
+        time.sleep(0.05)
+        real(self, buf)
+
+    monkeypatch.setattr(chunk_writer._Sink, "write", slow_write)
+    with pytest.raises(KeyboardInterrupt):
+        with atomic.atomic_writer(tmp_path / "out.bin") as w:
+            w.copy(src, 0, 4_000_000)  # ~60 blocks of 64 KiB, 3 s at this pace
+            time.sleep(0.1)
+            raise KeyboardInterrupt
+    assert len(blocks) < 20 and sorted(p.name for p in tmp_path.iterdir()) == ["src.bin"]
+    assert not any(t.name.startswith("msprof-py-") for t in threading.enumerate())
