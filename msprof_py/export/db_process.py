@@ -72,11 +72,6 @@ export stops (an error, Ctrl-C: the processes ignore SIGINT, the export handles 
 :meth:`DbProcesses.stop` kills the processes still running and removes the scratch dir that
 holds the DB under construction and its staging files.
 
-A core kept: while the last process runs, the export's threads run on all cores of their
-affinity but one (:class:`_CoreKept`, ``MSPROF_PY_DB_CORE=0``: not), so that process, the DB's
-critical path, is not shared with the text writers' two threads; every core is given back when it
-ends.
-
 Past 2 cores: one DB process runs at a time (SQLite writes one file from one connection), so the
 DB uses one core whatever the machine has; the text writers use the rest (the main process, the
 row renderer's threads, ``MSPROF_PY_WORKERS`` processes for several devices).
@@ -90,7 +85,6 @@ import shutil
 import signal
 import sqlite3
 import sys
-import threading
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -149,7 +143,6 @@ class DbProcesses:
         self.db = self.dir / "db" if self.dir is not None else Path()
         self.procs: list[_Proc] = []
         self.prev: int | None = None  # read end of the last process's chain pipe
-        self.core: _CoreKept | None = None  # a core kept for the last process (_CoreKept)
 
     # -- the export's process
     def wait_room(self) -> None:
@@ -189,10 +182,6 @@ class DbProcesses:
         self.prev = chain_r
         self.procs.append(_Proc(pid, status_r, go_w))
         _unmask(mask)  # a Ctrl-C meanwhile: raised here, the process known to stop()
-        if d == self.count - 1:  # a core of its own for the last process (the DB's critical path)
-            self.core = _CoreKept.narrow()
-            if self.core is not None:
-                self.core.until_end(chain_r)
 
     def result(self) -> list[Path]:
         """Wait for every process; the DB renamed into place, or the first process's error."""
@@ -226,9 +215,6 @@ class DbProcesses:
                 except ProcessLookupError:
                     pass
                 self._reap(p)
-        if self.core is not None:
-            self.core.join()  # (the processes ended: the export's threads have every core back)
-            self.core = None
         for p in self.procs:
             self._go(p)
             if p.status_fd >= 0:
@@ -356,78 +342,6 @@ class DbProcesses:
 
 
 _MASK = hasattr(signal, "pthread_sigmask")
-CORE_ENV = "MSPROF_PY_DB_CORE"  # "0": the export's threads keep every core while the last DB process runs
-
-
-class _CoreKept:
-    """One core kept for the last DB process while it runs: the export's thread that forked it
-    (and the threads it starts from now on: they inherit it) runs on the other cores of its
-    affinity; a thread of this class gives every core back as soon as that process ends (end of
-    file on its chain pipe, whose only writer it is).
-
-    Why: with PMU data that process is the export's critical path (issue 12 phase 10,
-    benchmarks/RESULTS.md): it has more work left when it starts (its device's TASK_PMU_INFO rows,
-    the rows the process before it did not make) than the text writers have, and beside them
-    (the export's main thread and a writer thread: three runnable threads on two cores) it got
-    ~2/3 of a core, then ran alone while the other core was idle: with a core of its own its
-    work is done beside the text files.  The text writers lose little: two threads of one GIL
-    used ~0.9 of a core there.  Nothing changes with one core (or an affinity of one), or when
-    ``MSPROF_PY_DB_CORE=0``; an affinity the caller set on its threads is given back as it was
-    (the mask is restored on the threads that have the narrowed one).  The process itself keeps
-    the affinity it was forked with (all of the export's)."""
-
-    def __init__(self, full: set[int], narrow: set[int]) -> None:
-        self.full, self.narrow, self.fd = full, narrow, -1
-        self.thread: threading.Thread | None = None
-
-    @classmethod
-    def narrow(cls) -> _CoreKept | None:
-        """The calling thread's affinity narrowed by one core (None: nothing done)."""
-        if os.environ.get(CORE_ENV, "") == "0" or not hasattr(os, "sched_setaffinity"):
-            return None
-        try:
-            full = os.sched_getaffinity(0)
-            if len(full) < 2:
-                return None
-            narrow = full - {max(full)}
-            os.sched_setaffinity(0, narrow)
-        except OSError:
-            return None
-        return cls(full, narrow)
-
-    def until_end(self, chain_r: int) -> None:
-        """Every core given back once the process whose chain pipe ``chain_r`` is has ended."""
-        try:
-            self.fd = os.dup(chain_r)
-        except OSError:
-            self._give_back()
-            return
-        self.thread = threading.Thread(target=self._wait, name="msprof-py-db-core", daemon=True)
-        self.thread.start()
-
-    def _wait(self) -> None:
-        try:
-            while os.read(self.fd, 1 << 12):
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(self.fd)
-            self._give_back()
-
-    def _give_back(self) -> None:
-        for tid in os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else [str(threading.get_native_id())]:
-            try:
-                if os.sched_getaffinity(int(tid)) == self.narrow:
-                    os.sched_setaffinity(int(tid), self.full)
-            except OSError:  # (a thread that has ended)
-                pass
-
-    def join(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
-        else:  # (the last process never started: an error)
-            self._give_back()
 
 
 def _waiting(go_r: int) -> Callable[[], bool]:

@@ -237,42 +237,6 @@ def test_db_bytes_do_not_depend_on_when_a_process_is_told(two_devices: Path, tmp
     assert len(md5) == 1
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
-                    reason="one core: nothing to keep")
-@pytest.mark.parametrize("keep", [True, False])
-def test_a_core_kept_for_the_last_db_process(two_devices: Path, tmp_path: Path, keep: bool,  # noqa: F811
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """While the last DB process runs, the export's thread (and the threads it starts) leave it
-    one core (``_CoreKept``; not with ``MSPROF_PY_DB_CORE=0``); that process itself may run on
-    every core; every core is given back when it ends, and the export's threads end with it."""
-    full = os.sched_getaffinity(0)
-    seen: list[tuple[str, set[int]]] = []
-    real_put, real_add = db_process.DbProcesses.put, db_process.DbProcesses._add
-
-    def put(self, session):  # type: ignore[no-untyped-def]
-        real_put(self, session)
-        seen.append(("export", os.sched_getaffinity(0)))
-
-    def add(self, d, session, go_r=-1):  # type: ignore[no-untyped-def]
-        with open(tmp_path / f"mask_{d}", "w") as f:
-            f.write(" ".join(map(str, sorted(os.sched_getaffinity(0)))))
-        return real_add(self, d, session, go_r)
-
-    monkeypatch.setattr(db_process.DbProcesses, "put", put)
-    monkeypatch.setattr(db_process.DbProcesses, "_add", add)
-    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
-    if not keep:
-        monkeypatch.setenv("MSPROF_PY_DB_CORE", "0")
-    before = {t.ident for t in threading.enumerate()}
-    prof = _copy(two_devices, tmp_path / "p")
-    export(prof, ExportOptions())
-    assert os.sched_getaffinity(0) == full
-    assert {t.ident for t in threading.enumerate()} <= before
-    assert [m for _, m in seen] == [full, full - {max(full)} if keep else full]
-    for d in (0, 1):  # the DB processes: every core
-        assert set(map(int, (tmp_path / f"mask_{d}").read_text().split())) == full
-
-
 @pytest.mark.parametrize("without", ["first", "every"])
 def test_pmu_rows_of_a_device_without_compute_task_info(two_devices: Path, tmp_path: Path,  # noqa: F811
                                                         without: str, monkeypatch: pytest.MonkeyPatch) -> None:
