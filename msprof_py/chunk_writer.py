@@ -43,7 +43,7 @@ except ImportError:  # not POSIX
 WRITE_AHEAD_BYTES = 8 << 20  # bytes handed to a writer thread and not yet written, at most (~2 chunks)
 STAGE_BYTES = 4 << 20  # staging buffer of a file: what one direct write takes at most
 ALIGN = 4096  # file offsets, lengths and buffer addresses of direct writes / reads are multiples
-DIRECT_ENV = "MSPROF_PY_DIRECT_IO"  # "0": buffered writes only
+DIRECT_ENV = "MSPROF_PY_DIRECT_IO"  # "1": direct writes (opt-in, see direct_io_on)
 DIRECT_MIN_BYTES_PER_S = 200e6  # the median direct write slower than this: buffered writes from then on
 DIRECT_SAMPLE_BYTES = 1 << 20  # direct writes this big are timed (see _Stats)
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
@@ -70,7 +70,12 @@ class _Stats:
 
 
 def direct_io_on() -> bool:
-    return bool(_O_DIRECT) and fcntl is not None and os.environ.get(DIRECT_ENV, "1") != "0" and not _Stats.slow
+    """Direct writes only when asked for (``MSPROF_PY_DIRECT_IO=1``): on a quiet machine with a warm
+    page cache the buffered writes end sooner (the export need not wait for the disk: the single-op
+    million 10.5-10.9 s buffered against 11.6-14.3 s direct, A 3.0-3.1 against 3.4-3.5 s); direct
+    writes spend less system time, which wins on a loaded VM that hands freed memory back to its host
+    (benchmarks/RESULTS.md, issue 12 phase 10)."""
+    return bool(_O_DIRECT) and fcntl is not None and os.environ.get(DIRECT_ENV, "0") == "1" and not _Stats.slow
 
 
 class _Pool:

@@ -29,7 +29,7 @@ def small_stage(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chunk_writer, "STAGE_BYTES", 64 << 10)
     monkeypatch.setattr(chunk_writer._Stats, "rates", deque(maxlen=chunk_writer._Stats.rates.maxlen))
     monkeypatch.setattr(chunk_writer._Stats, "slow", False)
-    monkeypatch.delenv(chunk_writer.DIRECT_ENV, raising=False)
+    monkeypatch.setenv(chunk_writer.DIRECT_ENV, "1")  # direct writes are opt-in
 
 
 def _direct_supported(folder: Path) -> bool:
@@ -123,7 +123,7 @@ def test_no_direct_writes_when_switched_off_or_the_disk_is_slow(tmp_path: Path,
     monkeypatch.setenv(chunk_writer.DIRECT_ENV, "0")
     with atomic.atomic_writer(tmp_path / "a.bin") as w:
         w.write(data)
-    monkeypatch.delenv(chunk_writer.DIRECT_ENV)
+    monkeypatch.setenv(chunk_writer.DIRECT_ENV, "1")
     for k in range(31):  # a busy machine: some writes wait for a core; the median is fast
         chunk_writer._Stats.add(4 << 20, 1.0 if k % 3 == 0 else 0.002)
     assert not chunk_writer._Stats.slow and chunk_writer.direct_io_on()
@@ -230,3 +230,14 @@ def test_an_abort_stops_a_copy_under_way(tmp_path: Path, monkeypatch: pytest.Mon
             raise KeyboardInterrupt
     assert len(blocks) < 20 and sorted(p.name for p in tmp_path.iterdir()) == ["src.bin"]
     assert not any(t.name.startswith("msprof-py-") for t in threading.enumerate())
+
+
+def test_direct_writes_are_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without MSPROF_PY_DIRECT_IO=1 every write goes through the page cache (the quicker default
+    on a quiet machine: the export does not wait for the disk)."""
+    monkeypatch.delenv(chunk_writer.DIRECT_ENV, raising=False)
+    assert not chunk_writer.direct_io_on()
+    monkeypatch.setenv(chunk_writer.DIRECT_ENV, "0")
+    assert not chunk_writer.direct_io_on()
+    monkeypatch.setenv(chunk_writer.DIRECT_ENV, "1")
+    assert chunk_writer.direct_io_on() == (bool(O_DIRECT) and chunk_writer.fcntl is not None)
