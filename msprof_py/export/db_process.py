@@ -13,15 +13,15 @@ less CPU, the single-op million 15.1 s against 19.1 s.
 
 Why the size rule: the memory.  The processes' pages shared copy-on-write count once in the tree's
 PSS but in every process's RSS, and a process forked with a device in memory maps all of the
-export's heap (the interpreter's ~50 MB, the host tables, the device's tables).  With what
-:meth:`DbProcesses._own` lets go of (phase 8): A's tree 346 MB PSS / 452 MB sum of RSS against
-the thread's 327-331 MB (issue 12 allows 490 MB), B''s 539 MB PSS / 773 MB sum of RSS against the
-thread's 538-575 MB; but the single-op million (759 MB of host and device raw data) 1,702 MB PSS /
-2,422 MB sum of RSS against the thread's 1.48-1.54 GB, and a 10M-task collection (8 devices of
-~290 MB raw) would pass the 2 GB it is allowed (1,448 MB with the thread, plus a process holding a
-device).  The extra sum of RSS is ~1.9x the host's and the device's raw data (A +125 MB for 65 MB,
-B' +235 MB for 124 MB): below the limit it stays under ~370 MB and the PSS within ~5 % of the
-thread's.
+export's heap (the interpreter's ~50 MB, the host tables, the device's tables).  The limit was
+192 MiB until phase 10 of issue 12, when, after phase 8-10's memory work, the collections above it
+were measured with the processes (quiet 2-core VM, benchmarks/RESULTS.md): the single-op million
+(759 MB of host and device raw data) 9.45-9.60 s against 10.96-12.59 s on the thread, PSS
+1.51-1.53 GB against 1.46 GB, sum of RSS 2.25 GB; the 10M-task collection (8 devices of ~290 MB
+raw) 64.8 s against 101.4 s, sum of RSS 1,637 MB against 1,256 MB (largest process 919 MB), under
+the 2 GB issue 12 allows.  The extra sum of RSS is about the host's and one device's raw data
+(+0.78 GB for the million's 759 MB), so past 1 GiB of them (not measured) the thread stays the
+default.
 
 Why one process per device: a process forked when the export has read a device sees that
 device's tables (and the host tables) copy-on-write, without a copy and without reading the
@@ -103,7 +103,7 @@ from msprof_py.memory import trim, trim_at_once
 from msprof_py.parse.session import Session, data_bytes
 
 DB_PROCESS_ENV = "MSPROF_PY_DB_PROCESS"  # "1": the DB by these processes, "0": on a thread; else the rule
-PROCESS_RAW_LIMIT = 192 * 2**20  # bytes of raw data (host + largest device) up to which processes are the default
+PROCESS_RAW_LIMIT = 1 << 30  # bytes of raw data (host + largest device) up to which processes are the default
 
 
 def use_processes(prof: Path, devices: Sequence[int]) -> bool:
