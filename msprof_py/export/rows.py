@@ -36,10 +36,9 @@ WORKERS = _ASKED or min(4, os.cpu_count() or 1)
 
 def render_workers() -> int:
     """Threads for a table's chunks now: :data:`WORKERS`, at most the cores the calling thread
-    may run on (unless ``MSPROF_PY_THREADS`` asked): the export narrows its threads to the cores
-    the last DB process does not use (:mod:`msprof_py.export.db_process`), and on one core a pool
-    only adds its hand-overs of the GIL to the same work (B', 2 cores: every chunk rendered by
-    the thread that asks for it while that process runs)."""
+    may run on (unless ``MSPROF_PY_THREADS`` asked): on one core (an export run under ``taskset``,
+    a container's CPU set) a pool only adds its hand-overs of the GIL to the same work, so every
+    chunk is then rendered by the thread that asks for it."""
     if _ASKED or WORKERS <= 1 or not hasattr(os, "sched_getaffinity"):
         return WORKERS
     try:
