@@ -57,8 +57,10 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
             source.meta[info.device_id]["facts"] = info.meta["facts"]
         else:
             source.add(info)
-    # (the cache index, and a one-device dir's part, written on a thread: settled below)
-    source.finish(background=True)
+    # (the cache index, and a one-device dir's part, written on a thread: settled below; held
+    # until the first DB process is forked where there may be one: no thread may run at a fork)
+    processes = use_processes(prof, source.devices)
+    source.finish(background=True, hold=processes)
     # 2. each device's files, then the host-side files, then the DB
     out_dir, log_lines, naming, ctx = prepare(prof, options, source.host, False, layers)
     jobs = jobs_for(source.host, options)
@@ -67,13 +69,15 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     db = [i for i, (ex, dev) in enumerate(jobs) if dev is None and ex.kind == "db"]
     tasks += [None] if db else []
     workers = workers_for(len(tasks), options.workers)
-    if workers > 1 or use_processes(prof, source.devices):
-        source.settle()  # no store thread across a fork
     state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1,
                    per_device=per_device if workers == 1 else None)
     if db and workers == 1 and os.environ.get(DB_THREAD_ENV, "1") != "0" and beside_ok(source, jobs, tasks):
         tasks.remove(None)
         state.db = state.db_beside()
+    if workers > 1 or (processes and not isinstance(state.db, DbProcesses)):
+        source.settle()  # no store thread across a fork
+    elif not isinstance(state.db, DbProcesses):
+        source.release()  # (else released by the first DB process's fork, Stream.run)
     with progress(options, prof, len(jobs)) as bar:
         try:
             for got in run_tasks(state.run, tasks, workers, state.what):
@@ -186,7 +190,8 @@ class Stream:
         if isinstance(db, DbThread):
             db.feed.put(db_view(session, self.cats))
         elif db is not None:
-            db.put(session)  # the DB's process applies db_view itself
+            db.put(session)  # the DB's process applies db_view itself (a later device's: read after settle())
+            self.source.release()  # the cache's store held for the first fork (finish(hold=True)): beside the files
         out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
                for i, (ex, d) in enumerate(self.jobs) if d == dev}
         if self.per_device is not None and dev in self.source.devices:
