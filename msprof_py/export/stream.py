@@ -11,12 +11,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from msprof_py.atomic import Later
 from msprof_py.export import base
 from msprof_py.export.base import ExportContext, Naming
 from msprof_py.export.db_process import DbProcesses, use_processes
 from msprof_py.export.db_thread import DbFeed, DbThread, db_view
 from msprof_py.export.jobs import (Done, ExportOptions, ExportResult, default_loader, finish, jobs_for, prepare,
-                                   progress, run_job)
+                                   progress, run_job, write_error)
 from msprof_py.export.parallel import run_tasks, workers_for
 from msprof_py.export.views import cpp_export
 from msprof_py.memory import trim
@@ -192,8 +193,22 @@ class Stream:
         elif db is not None:
             db.put(session)  # the DB's process applies db_view itself (a later device's: read after settle())
             self.source.release()  # the cache's store held for the first fork (finish(hold=True)): beside the files
-        out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
-               for i, (ex, d) in enumerate(self.jobs) if d == dev}
+        # the device's files of copied layers complete on their writers' threads while the next
+        # files are written; all of them before the device's session is let go (and before the
+        # next device's DB process is forked: no thread of the export runs at a fork)
+        ctx.later = later = Later()
+        try:
+            out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
+                   for i, (ex, d) in enumerate(self.jobs) if d == dev}
+            try:
+                later.settle()
+            except OSError as err:  # one line naming the file, as run_job words it
+                raise write_error(err, self.out_dir) from None
+        except BaseException as err:
+            later.abort(err)
+            raise
+        finally:
+            ctx.later = None
         if self.per_device is not None and dev in self.source.devices:
             self.per_device(self.prof, dev, session)
         del session
