@@ -58,10 +58,12 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
             source.meta[info.device_id]["facts"] = info.meta["facts"]
         else:
             source.add(info)
-    # (the cache index, and a one-device dir's part, written on a thread: settled below; held
-    # until the first DB process is forked where there may be one: no thread may run at a fork)
+    # (the cache index, and a one-device dir's part, written on a thread: settled below; a
+    # one-device dir's, ~750 MB on the single-op million, held until its DB process is forked: no
+    # thread may run at a fork, and the export need not wait for it before its first file)
     processes = use_processes(prof, source.devices)
-    source.finish(background=True, hold=processes)
+    held = processes and len(source.devices) == 1
+    source.finish(background=True, hold=held)
     # 2. each device's files, then the host-side files, then the DB
     out_dir, log_lines, naming, ctx = prepare(prof, options, source.host, False, layers)
     jobs = jobs_for(source.host, options)
@@ -75,10 +77,12 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     if db and workers == 1 and os.environ.get(DB_THREAD_ENV, "1") != "0" and beside_ok(source, jobs, tasks):
         tasks.remove(None)
         state.db = state.db_beside()
-    if workers > 1 or (processes and not isinstance(state.db, DbProcesses)):
+    if held and workers == 1 and isinstance(state.db, DbProcesses):
+        pass  # released by the DB process's fork (Stream.run)
+    elif workers > 1 or processes:
         source.settle()  # no store thread across a fork
-    elif not isinstance(state.db, DbProcesses):
-        source.release()  # (else released by the first DB process's fork, Stream.run)
+    else:
+        source.release()  # (nothing held)
     with progress(options, prof, len(jobs)) as bar:
         try:
             for got in run_tasks(state.run, tasks, workers, state.what):
