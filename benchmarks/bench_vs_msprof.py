@@ -1,7 +1,11 @@
 """Benchmark: msprof's own analysis against ``msprof-py export`` on copies of the same PROF dir.
 
 Each tool runs on its own fresh copy of the PROF dir (so neither sees the other's output or a
-parse cache), one after the other, as a child process.  For each run it prints the wall time and
+parse cache), one after the other, as a child process, after a ``sync`` (the page cache's dirty
+pages of the run before, msprof's few GB of output, are written back before the next run starts,
+not during it).  ``--rounds N`` repeats the pair N times and prints every run, each round's ratios
+and the wall ratio's min / median / max: on a shared or virtual machine one round's ratio moves
+by +-10 %.  For each run it prints the wall time and
 two peak-memory figures:
 
 - ``tree RSS``: the largest sum of the resident set sizes of the whole process tree, sampled
@@ -32,6 +36,7 @@ import argparse
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -140,6 +145,45 @@ def raw_mb(prof: Path) -> float:
     return sum(p.stat().st_size for p in prof.glob("*/data/*") if p.is_file()) / 2**20
 
 
+def one_round(prof: Path, work: Path, analysis: Path, python: str, msprof_py: list[str], k: int,
+              rounds: int) -> list[Run]:
+    """msprof's ``export summary`` and ``export timeline`` on one fresh copy, then ``msprof-py
+    export`` on another: three runs.  Dirty pages are written back (``sync``) before each run, so a
+    run does not pay for the writeback of the one before it; the copies are removed after the round
+    (unless kept: ``--keep`` / ``--work``), so rounds do not fill the disk."""
+    tag = "" if rounds == 1 else f"_{k + 1}"
+    runs = []
+    m_copy = fresh_copy(prof, work, f"msprof{tag}")
+    for what in ("summary", "timeline"):
+        os.sync()
+        runs.append(timed(f"msprof {what}", [python, str(analysis), "export", what, "-dir", str(m_copy)],
+                          cwd=analysis.parents[1], log=work / f"msprof_{what}{tag}.log"))
+    p_copy = fresh_copy(prof, work, f"msprof_py{tag}")
+    os.sync()
+    runs.append(timed("msprof-py export", [*msprof_py, "export", "--output", str(p_copy)],
+                      log=work / f"msprof_py{tag}.log"))
+    if rounds > 1 and k < rounds - 1:
+        shutil.rmtree(m_copy.parent, ignore_errors=True)
+        shutil.rmtree(p_copy.parent, ignore_errors=True)
+    return runs
+
+
+def ratios(runs: list[Run], raw: float) -> str:
+    """One line: msprof's two runs (summary + timeline) against msprof-py's export."""
+    m_wall = sum(r.wall_s for r in runs[:2])
+    m_cpu = sum(r.cpu_s for r in runs[:2])
+    m_rss = max(r.tree_rss_mb for r in runs[:2])
+    p = runs[2]
+    if p.wall_s <= 0 or p.tree_rss_mb <= 0:
+        return "msprof-py gave no figures"
+    return (f"msprof (summary + timeline) {m_wall:.1f} s wall, {m_cpu:.1f} s CPU, {m_rss:,.0f} MB; msprof-py "
+            f"{p.wall_s:.1f} s wall, {p.cpu_s:.1f} s CPU, {p.tree_rss_mb:,.0f} MB: {m_wall / p.wall_s:.1f}x faster "
+            f"(CPU {m_cpu / max(p.cpu_s, 1e-9):.1f}x), {m_rss / p.tree_rss_mb:.1f}x less memory "
+            f"({max(r.tree_pss_mb for r in runs[:2]) / max(p.tree_pss_mb, 1e-9):.1f}x by PSS, the pages "
+            f"shared by msprof-py's forked DB processes counted once); "
+            f"peak = {p.tree_rss_mb / max(raw, 1e-9):.1f}x the raw size ({p.tree_pss_mb / max(raw, 1e-9):.1f}x by PSS)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("prof", nargs="?", type=Path, help="a PROF_* dir (left untouched: runs use copies)")
@@ -150,7 +194,13 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable, help="the Python that runs msprof's analysis")
     ap.add_argument("--work", type=Path, default=None, help="scratch dir for the copies (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the copies and logs")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run both tools this many times, one after the other in each round (default 1); "
+                         "every round is printed, then the ratio's min / median / max")
     a = ap.parse_args()
+    if a.rounds < 1:
+        print("bench_vs_msprof: --rounds must be at least 1", file=sys.stderr)
+        return 2
     if not a.msprof or not Path(a.msprof).is_file():
         print("bench_vs_msprof: give msprof's analysis/msprof/msprof.py with --msprof or $MSPROF_ANALYSIS",
               file=sys.stderr)
@@ -169,37 +219,26 @@ def main() -> int:
             return 2
         analysis = Path(a.msprof).resolve()
         cpp = (analysis.parents[1] / "lib64" / "msprof_analysis.so").is_file()
-        runs = []
         load0 = os.getloadavg()[0]
-        m_copy = fresh_copy(a.prof, work, "msprof")
-        for what in ("summary", "timeline"):
-            runs.append(timed(f"msprof {what}", [a.python, str(analysis), "export", what, "-dir", str(m_copy)],
-                              cwd=analysis.parents[1], log=work / f"msprof_{what}.log"))
-        p_copy = fresh_copy(a.prof, work, "msprof_py")
-        runs.append(timed("msprof-py export", [*msprof_py, "export", "--output", str(p_copy)],
-                          log=work / "msprof_py.log"))
-        m_wall = sum(r.wall_s for r in runs[:2])
-        m_cpu = sum(r.cpu_s for r in runs[:2])
-        m_rss = max(r.tree_rss_mb for r in runs[:2])
-        p = runs[2]
+        rounds = [one_round(a.prof, work, analysis, a.python, msprof_py, k, a.rounds) for k in range(a.rounds)]
         now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         print(f"{now}, {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
               f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after; msprof's {'C++' if cpp else 'Python'} path; "
               f"{a.prof.name}: {raw_mb(a.prof):.0f} MB raw\n")
-        print("| run | wall | CPU (user+sys) | peak tree RSS | peak tree PSS | peak single-process RSS | exit |")
-        print("|---|---|---|---|---|---|---|")
-        for r in runs:
-            print(f"| {r.label} | {r.wall_s:.1f} s | {r.cpu_s:.1f} s | {r.tree_rss_mb:,.0f} MB | {r.tree_pss_mb:,.0f} MB "
-                  f"| {r.max_rss_mb:,.0f} MB "
-                  f"| {r.returncode} |")
-        if p.wall_s > 0 and p.tree_rss_mb > 0:
-            print(f"\nmsprof (summary + timeline) {m_wall:.1f} s wall, {m_cpu:.1f} s CPU, {m_rss:,.0f} MB; msprof-py "
-                  f"{p.wall_s:.1f} s wall, {p.cpu_s:.1f} s CPU, {p.tree_rss_mb:,.0f} MB: {m_wall / p.wall_s:.1f}x faster "
-                  f"(CPU {m_cpu / max(p.cpu_s, 1e-9):.1f}x), {m_rss / p.tree_rss_mb:.1f}x less memory "
-                  f"({max(r.tree_pss_mb for r in runs[:2]) / max(p.tree_pss_mb, 1e-9):.1f}x by PSS, the pages "
-                  f"shared by msprof-py's forked DB processes counted once); "
-                  f"peak = {p.tree_rss_mb / max(raw_mb(a.prof), 1e-9):.1f}x the raw size "
-                  f"({p.tree_pss_mb / max(raw_mb(a.prof), 1e-9):.1f}x by PSS)")
+        print("| round | run | wall | CPU (user+sys) | peak tree RSS | peak tree PSS | peak single-process RSS | exit |")
+        print("|---|---|---|---|---|---|---|---|")
+        for k, runs in enumerate(rounds, 1):
+            for r in runs:
+                print(f"| {k} | {r.label} | {r.wall_s:.1f} s | {r.cpu_s:.1f} s | {r.tree_rss_mb:,.0f} MB "
+                      f"| {r.tree_pss_mb:,.0f} MB | {r.max_rss_mb:,.0f} MB | {r.returncode} |")
+        print()
+        for k, runs in enumerate(rounds, 1):
+            print(f"round {k}: " + ratios(runs, raw_mb(a.prof)))
+        if len(rounds) > 1:
+            walls = sorted(sum(r.wall_s for r in rs[:2]) / max(rs[2].wall_s, 1e-9) for rs in rounds)
+            print(f"\nwall ratio over {len(rounds)} rounds: min {walls[0]:.1f}x, median "
+                  f"{statistics.median(walls):.1f}x, max {walls[-1]:.1f}x")
+        runs = [r for rs in rounds for r in rs]
         return 0 if all(r.returncode == 0 for r in runs) else 1
     finally:
         if not a.keep and a.work is None:

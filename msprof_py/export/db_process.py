@@ -145,10 +145,17 @@ class DbProcesses:
         self.prev: int | None = None  # read end of the last process's chain pipe
 
     # -- the export's process
+    def let_go(self) -> None:
+        """Tell the previous device's process that the export has reached the next device: it
+        hands over the rows it has not yet made early (``Fill.more``) and ends (:meth:`wait_room`
+        waits for that)."""
+        if self.procs:
+            self._go(self.procs[-1])
+
     def wait_room(self) -> None:
         """Block until the previous device's process has ended (it let go of that device): told
-        first that the export has reached the next device, it hands over the rows it has not yet
-        made early (``Fill.more``) and ends."""
+        first (:meth:`let_go`, if not yet), it hands over the rows it has not yet made early
+        (``Fill.more``) and ends."""
         if self.procs:
             self._go(self.procs[-1])
             self._reap(self.procs[-1])

@@ -189,9 +189,16 @@ class Stream:
         db = self.db if dev in self.source.devices else None
         if isinstance(db, DbThread):
             db.feed.wait_room()  # one device's tables in memory at a time
+        elif db is not None and self.source.cached:
+            # the previous device's process told first: it hands over and ends while this device's
+            # part is read back from the parse cache (its pages and this part together stay below the
+            # export's peak in a device's files; a device decoded again is not read beside it)
+            db.let_go()
         elif db is not None:
             db.wait_room()
         session = self.source.device(dev) if dev in self.source.devices else self.source.host
+        if isinstance(db, DbProcesses):
+            db.wait_room()  # (one device's process at a time: the DB file's turn, the memory)
         if isinstance(db, DbThread):
             db.feed.put(db_view(session, self.cats))
         elif db is not None:

@@ -1,0 +1,83 @@
+"""When a streamed export lets the previous device's DB process go (export.stream, db_process):
+it is told before the next device's part is read back from the parse cache (it hands over and
+ends meanwhile) and has ended before the next process is forked; when the part is not in the
+cache (the cache could not be written: the device is decoded again) the export waits for it
+first, so a decode never runs beside it.  The outputs are the same either way."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from msprof_py.export import ExportOptions, db_process, export
+from msprof_py.parse import cache
+from msprof_py.parse.source import ProfSource
+
+from .test_db_thread import _copy, two_devices  # noqa: F401  (fixture)
+from .test_streamed_export import _outputs
+
+
+def _record(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    events: list[str] = []
+    real_go, real_reap, real_put = db_process.DbProcesses._go, db_process.DbProcesses._reap, db_process.DbProcesses.put
+    real_device = ProfSource.device
+
+    def go(p):  # type: ignore[no-untyped-def]
+        if p.go_fd >= 0:
+            events.append("told")
+        real_go(p)
+
+    def reap(p):  # type: ignore[no-untyped-def]
+        if p.code is None:
+            events.append("ended")
+        real_reap(p)
+
+    def put(self, session):  # type: ignore[no-untyped-def]
+        events.append("fork")
+        real_put(self, session)
+
+    def device(self, device_id, categories=None):  # type: ignore[no-untyped-def]
+        events.append(f"read {device_id}")
+        return real_device(self, device_id, categories)
+
+    monkeypatch.setattr(db_process.DbProcesses, "_go", staticmethod(go))
+    monkeypatch.setattr(db_process.DbProcesses, "_reap", staticmethod(reap))
+    monkeypatch.setattr(db_process.DbProcesses, "put", put)
+    monkeypatch.setattr(ProfSource, "device", device)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    return events
+
+
+def test_previous_process_told_before_the_next_part_is_read(two_devices: Path, tmp_path: Path,  # noqa: F811
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    events = _record(monkeypatch)
+    prof = _copy(two_devices, tmp_path / "p")
+    export(prof, ExportOptions())
+    # device 0: read, forked; device 1: device 0's process told, device 1 read, that process ended, forked
+    assert events[:7] == ["read 0", "fork", "told", "read 1", "ended", "fork", "ended"]
+    monkeypatch.undo()
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    after = _copy(two_devices, tmp_path / "a")
+    export(after, ExportOptions())
+    assert _outputs(prof) == _outputs(after) and list(prof.glob("*.db"))
+
+
+def test_without_the_cache_the_previous_process_ends_before_a_device_is_decoded(
+        two_devices: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    events = _record(monkeypatch)
+
+    def store(prof, key, data, warnings, part="host"):  # type: ignore[no-untyped-def]
+        warnings.warn(f"{prof}: cannot write the parse cache (test); parsing again next time")
+        return False
+
+    monkeypatch.setattr(cache, "store", store)
+    prof = _copy(two_devices, tmp_path / "p")
+    result = export(prof, ExportOptions())
+    assert any("cannot write the parse cache" in m for m in result.warnings.messages)
+    assert events[:6] == ["read 0", "fork", "told", "ended", "read 1", "fork"]
+    monkeypatch.undo()
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    after = _copy(two_devices, tmp_path / "a")
+    export(after, ExportOptions())
+    log = "mindstudio_profiler_log/msprof_py_export.log"  # (it has the cache's warning)
+    assert {k: v for k, v in _outputs(prof).items() if k != log} == {k: v for k, v in _outputs(after).items() if k != log}
