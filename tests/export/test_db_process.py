@@ -308,3 +308,44 @@ def test_pmu_rows_of_a_device_without_compute_task_info(two_devices: Path, tmp_p
     tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master")]
     con.close()
     assert ("COMPUTE_TASK_INFO" in tables) == (without == "first") and "TASK_PMU_INFO" in tables
+
+
+def test_a_one_device_dirs_cache_is_written_after_the_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-device dir's parse cache (its part and the index, pickled on a thread) is held until
+    its DB process is forked and then written beside the text files: the export does not wait for
+    it before its first file, no thread runs at the fork, the new process does not keep (or write)
+    the held store, and the cache is complete afterwards (the next export reads it: same files)."""
+    from msprof_py.collect import collect
+    from msprof_py.parse import cache, source
+
+    src = collect("resnet50", output=tmp_path / "c", devices=1, iterations=1, seed=5, fixed_clock=True).prof_dir
+    prof = _copy(src, tmp_path / "p")
+    seen: list[tuple[list[str], list[str]]] = []
+    held = tmp_path / "held"
+    real_fork = os.fork
+    others = set(threading.enumerate())
+
+    def fork() -> int:
+        alive = sorted(t.name for t in set(threading.enumerate()) - others)
+        pid = real_fork()
+        if pid == 0:  # the DB process: the export's held store forgotten
+            held.write_text(repr([w._held is not None for w in source._WRITERS]))
+        else:
+            seen.append((alive, sorted(p.name for p in cache.cache_dir(prof).glob("*.pkl"))))
+        return pid
+
+    monkeypatch.setattr(db_process.os, "fork", fork)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    export(prof, ExportOptions())
+    assert seen == [([], [])]  # nothing stored yet, no thread at the fork
+    assert held.read_text() == "[False]"
+    assert sorted(p.name for p in cache.cache_dir(prof).glob("*.pkl")) == ["device_0.pkl", "session.pkl"]
+    assert _leftovers(prof) == []
+    again = source.ProfSource(prof)
+    assert again.cached and again.devices == [0]
+    monkeypatch.setattr(db_process.os, "fork", real_fork)
+    export(prof, ExportOptions())  # from the cache
+    fresh = _copy(src, tmp_path / "f")
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    export(fresh, ExportOptions())
+    assert _outputs(prof) == _outputs(fresh)
