@@ -304,3 +304,25 @@ def test_compute_ratio_and_time_columns_as_before(metric_set: str, n: int, seed:
     arrays = list(got.values())
     assert len({id(a) for a in arrays}) == len(arrays)
     assert not any(np.shares_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
+
+
+def test_pmu_signature_columns_with_a_value_as_dropna() -> None:
+    """``pmu_signature``'s third part is the columns ``dropna(axis=1, how="all")`` keeps (a
+    column with at least one value), found column by column instead of from a copy of the table."""
+    from msprof_py.parse.source import pmu_signature
+
+    def before(p: pd.DataFrame) -> tuple:  # type: ignore[type-arg]
+        return (tuple(p.columns), tuple(str(t) for t in p.dtypes), tuple(p.dropna(axis=1, how="all").columns))
+
+    nan = float("nan")
+    frames = [
+        pd.DataFrame({"device_id": [0, 0, 0], "a": [nan, nan, nan], "b": [nan, 1.0, nan], "c": [1.0, 2.0, 3.0]}),
+        pd.DataFrame({"x": [None, None], "y": [None, "s"], "z": pd.array([pd.NA, 1], dtype="Int64"),
+                      "w": pd.array([pd.NA, pd.NA], dtype="Int64")}),
+        pd.DataFrame([[nan, 1.0, nan], [nan, 2.0, nan]], columns=["d", "d", "e"]),  # a repeated name
+        pd.DataFrame({"t": pd.to_datetime([None, None]), "u": pd.Categorical([None, "k"])}),
+    ]
+    for p in frames:
+        assert pmu_signature(p) == before(p)
+    assert pmu_signature(frames[0])[2] == ("device_id", "b", "c")
+    assert pmu_signature(pd.DataFrame(columns=["a"])) is None
