@@ -30,7 +30,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -174,18 +174,70 @@ def _reopen(tmp: Path, mode: str, encoding: str | None = None) -> IO[Any]:
 
 @contextmanager
 def atomic_writer(path: str | os.PathLike[str], *, error: str | None = None,
-                  size: int | None = None) -> Iterator[ChunkWriter | SyncWriter]:
+                  size: int | None = None, later: Later | None = None) -> Iterator[ChunkWriter | SyncWriter]:
     """Like ``atomic_open(path, "wb")``, the writes made by a :class:`ChunkWriter`'s thread: the
     file is complete (and renamed) when the block ends; an error in the block or in a write
-    stops the thread and removes the temporary file."""
-    with temp_path(path, error=error, size=size) as tmp, _reopen(tmp, "wb") as fp:
+    stops the thread and removes the temporary file.  ``later``: the block's end does not wait for
+    the thread's writes; the file is completed (renamed, or its error raised and the temporary
+    file removed) by ``later``'s :meth:`Later.settle` (or removed by :meth:`Later.abort`)."""
+    with ExitStack() as stack:
+        tmp = stack.enter_context(temp_path(path, error=error, size=size))
+        fp = stack.enter_context(_reopen(tmp, "wb"))
         w = for_file(fp)
         try:
             yield w
         except BaseException:
             w.abort()
             raise
+        if later is not None and isinstance(w, ChunkWriter):
+            later.add(Path(path), w, stack.pop_all())
+            return
         w.close()
+
+
+class Later:
+    """Files of :func:`atomic_writer` whose writes are still under way on their threads (each a
+    copy of earlier outputs' bytes, say), so the producer goes on with the next file meanwhile.
+    :meth:`settle` waits for each, in order, and renames it into place (or raises its error, the
+    same one-line error as at the block's end, after removing every temporary file);
+    :meth:`abort` stops them and removes their temporary files (the producer failed).  One of
+    them must end every use: no thread is left."""
+
+    def __init__(self) -> None:
+        self._files: list[tuple[Path, ChunkWriter, ExitStack]] = []
+        self.sizes: dict[Path, int] = {}  # a file's size once complete (given by its producer)
+
+    def add(self, path: Path, w: ChunkWriter, stack: ExitStack) -> None:
+        self._files.append((path, w, stack))
+
+    def __bool__(self) -> bool:
+        return bool(self._files)
+
+    def settle(self) -> None:
+        while self._files:
+            path, w, stack = self._files[0]
+            try:
+                with stack:  # renamed into place, or the temporary file removed and the error worded
+                    w.close()
+            except BaseException as err:
+                self._files.pop(0)
+                self.abort(err)
+                raise
+            self._files.pop(0)
+
+    def abort(self, err: BaseException | None = None) -> None:
+        """Stop the writes still under way and remove their temporary files (``err``: the
+        producer's error, given to their clean-up)."""
+        err = err if err is not None else RuntimeError("aborted")
+        files, self._files = self._files, []
+        for _, w, stack in files:
+            try:
+                w.abort()
+            finally:
+                try:
+                    stack.__exit__(type(err), err, err.__traceback__)
+                except BaseException:  # noqa: BLE001  (its own error: the producer's is raised)
+                    pass
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes, *, error: str | None = None) -> Path:

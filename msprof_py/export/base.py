@@ -58,6 +58,9 @@ class ExportContext:
     scratch: Path | None = None
     rendered: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     slice_bytes: int | None = None  # --slice-size: msprof_*.json is split into files under this size
+    # files still being written on their threads (atomic.Later), completed by its settle(): set by
+    # the streamed export for a device's jobs; None: every file complete when its exporter returns
+    later: Any = None
 
     def layer_on(self, key: str) -> bool:
         return self.layers is None or key in self.layers

@@ -141,7 +141,8 @@ def run_job(ex: base.Exporter, session: Session, target: Path, naming: Naming, c
     except OSError as err:  # one line naming the file, whatever the exporter was doing
         raise write_error(err, target) from None
     trim()  # this exporter's freed tables back to the system before the next one
-    done.lines = [f"[INFO] wrote {p.name} ({p.stat().st_size} bytes)" for p in done.paths]
+    sizes = ctx.later.sizes if ctx.later is not None else {}  # (a file still being written: its size to be)
+    done.lines = [f"[INFO] wrote {p.name} ({sizes[p] if p in sizes else p.stat().st_size} bytes)" for p in done.paths]
     return done
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pickle
 import sqlite3
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from msprof_py.export.db_pages import Serial, TablePages, serial
 from msprof_py.export.pmu_export import JOIN, match_rows, metric_columns
 from msprof_py.export.unified_db_insert import MAX_PARAMS, create_table, insert_lists, values
 from msprof_py.parse.pmu import metrics as M
@@ -25,19 +27,21 @@ DB_CHUNK_ROWS = 4_096  # task rows made Python values at a time (_insert_pmu, st
 
 
 def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None,
-              string_id: Any, pmu: bool = True, freq: bool = True, created: set[str] | None = None) -> None:
+              string_id: Any, pmu: bool = True, freq: bool = True, created: set[str] | None = None,
+              pages: TablePages | None = None) -> None:
     """Create and fill TASK_PMU_INFO (one row per TASK row with PMU data and metric, value as
     msprof stores it: unrounded, the metric_summary name without ``_extra``) and AICORE_FREQ.
 
     A DB written one device at a time calls this per device (``pmu`` / ``freq``: which of the two
-    tables; ``created``: the tables already created, updated here, so each is created once)."""
+    tables; ``created``: the tables already created, updated here, so each is created once;
+    ``pages``: TASK_PMU_INFO's page writer, :func:`_insert_pmu`)."""
     created = set() if created is None else created
     rows = pmu_rows(session, tasks, gid) if pmu else None
     if rows is not None:
         names, cols, pos, gids = rows
         create_table(con, "TASK_PMU_INFO", created)
         ids = [string_id(M.db_name(n)) for n in names]
-        _insert_pmu(con, cols, ids, pos, gids)
+        _insert_pmu(con, cols, ids, pos, gids, pages=pages)
     if freq:
         freq_rows(con, session.aicore_freq, created)
 
@@ -94,7 +98,8 @@ _BUILT = "msprof_py_pmu_rows"  # a device's rows in their final form (build_pmu)
 
 
 def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int], rows: np.ndarray,
-                gids: np.ndarray, into: str = "TASK_PMU_INFO", more: Callable[[], bool] | None = None) -> int:
+                gids: np.ndarray, into: str = "TASK_PMU_INFO", more: Callable[[], bool] | None = None,
+                pages: TablePages | None = None) -> int:
     """TASK_PMU_INFO rows ``(gids[i], ids[j], cols[j][rows[i]])``, i-major then j, as msprof orders
     them, inserted into table ``into`` (TASK_PMU_INFO's columns).
 
@@ -109,10 +114,19 @@ def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int],
     integral float as INTEGER, other floats as REAL, NaN as NULL.
 
     ``more``: asked before each :data:`DB_CHUNK_ROWS` tasks after the first; the insert stops
-    when it says no.  Returns the number of tasks inserted (their rows: the first ones)."""
+    when it says no.  Returns the number of tasks inserted (their rows: the first ones).
+
+    ``pages``: the table's :class:`msprof_py.export.db_pages.TablePages`: the rows are written as
+    its pages (:func:`_page_pmu`) when it can take them, else (then for good) inserted here."""
     m = len(cols)
     if not m or not len(rows):
         return len(rows)
+    if pages is not None:
+        done = _page_pmu(con, pages, cols, ids, rows, gids, more)
+        if done is not None and (done == len(rows) or pages.state == "on"):
+            return done  # (all, or until more() said no)
+        if done:  # pages up to a chunk with a value they do not take, SQLite's inserts from there
+            return done + _insert_pmu(con, cols, ids, rows[done:], gids[done:], into, more)
     per = max(1, MAX_PARAMS // (m + 1))  # tasks per statement
     width = m + 1
 
@@ -136,6 +150,62 @@ def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int],
         if full < k:
             con.executemany(one, zip(*[iter(flat[full * width:])] * width))
     return len(rows)
+
+
+PAGE_TASKS = 2_048  # tasks made pages at a time (_page_pmu: ~50k rows of B', ~5 MB of temporaries)
+
+
+def _page_pmu(con: sqlite3.Connection, pages: TablePages, cols: list[np.ndarray], ids: list[int], rows: np.ndarray,
+              gids: np.ndarray, more: Callable[[], bool] | None) -> int | None:
+    """:func:`_insert_pmu`'s rows written as table pages by ``pages`` (:data:`PAGE_TASKS` tasks
+    at a time); returns the tasks written: all, those before ``more()`` said no (asked as by
+    :func:`_insert_pmu`), or those before a chunk with a value it does not handle (``pages``
+    finished then: SQLite's inserts from there on); None: its table cannot take them at all."""
+    if not pages.usable(con) or not all(c.dtype.kind in "iubf" for c in cols):
+        pages.finish(con)
+        return None
+    with pages.heap_kept():
+        return _page_chunks(con, pages, cols, ids, rows, gids, more)
+
+
+def _page_chunks(con: sqlite3.Connection, pages: TablePages, cols: list[np.ndarray], ids: list[int],
+                 rows: np.ndarray, gids: np.ndarray, more: Callable[[], bool] | None) -> int | None:
+    m = len(cols)
+    name = serial(np.asarray(ids, np.int64))
+    assert name is not None
+    for lo in range(0, len(rows), DB_CHUNK_ROWS):
+        if lo and more is not None and not more():
+            return lo
+        for a in range(lo, min(len(rows), lo + DB_CHUNK_ROWS), PAGE_TASKS):
+            b = min(len(rows), lo + DB_CHUNK_ROWS, a + PAGE_TASKS)
+            r = rows[a:b]
+            value = _value_serial(cols, r)
+            g = serial(gids[a:b])
+            if value is None or g is None:  # (the rows before stay pages, the rest are SQLite's)
+                pages.finish(con)
+                return a
+            k = len(r)
+            pages.append(con, [(np.repeat(g[0], m), np.repeat(g[1], m)), (np.tile(name[0], k), np.tile(name[1], k)),
+                               value])
+    return len(rows)
+
+
+def _value_serial(cols: list[np.ndarray], r: np.ndarray) -> Serial | None:
+    """The TASK_PMU_INFO values of tasks ``r`` (task-major, then metric) as :func:`serial` stores
+    them; one float matrix when every integer column's values are exact as floats (below 2**53:
+    the same stored values), else column by column."""
+    k, m = len(r), len(cols)
+    if all(c.dtype.kind == "f" or (c.dtype.kind in "iub" and (not len(c) or np.abs(c[r].astype(np.float64)).max() < 2.0**53))
+           for c in cols):
+        x = np.empty((k, m), np.float64)
+        for j, c in enumerate(cols):
+            x[:, j] = c[r]
+        return serial(x.reshape(-1))
+    got = [serial(c[r]) for c in cols]
+    if any(v is None for v in got):
+        return None
+    return (np.stack([v[0] for v in got], axis=1).reshape(-1),  # type: ignore[index]
+            np.stack([v[1] for v in got], axis=1).reshape(-1))  # type: ignore[index]
 
 
 def build_now(con: sqlite3.Connection, rows: PmuRows, ids: list[int], key: int, schema: str = "temp",
@@ -178,11 +248,12 @@ class Direct:
     rest: str | None
 
 
-def insert_direct(con: sqlite3.Connection, rows: PmuRows, ids: list[int], more: Callable[[], bool] | None) -> int:
+def insert_direct(con: sqlite3.Connection, rows: PmuRows, ids: list[int], more: Callable[[], bool] | None,
+                  pages: TablePages | None = None) -> int:
     """:func:`pmu_rows`' ``rows`` appended to TASK_PMU_INFO with the name ids ``ids`` while
     ``more()`` says so (asked every :data:`DB_CHUNK_ROWS` tasks); returns the tasks made."""
     names, cols, pos, gids = rows
-    return _insert_pmu(con, cols, ids, pos, gids, more=more)
+    return _insert_pmu(con, cols, ids, pos, gids, more=more, pages=pages)
 
 
 def hand_over(path: Path, rows: PmuRows) -> None:
@@ -190,9 +261,9 @@ def hand_over(path: Path, rows: PmuRows) -> None:
     _hand_over(path, rows[1], rows[2], rows[3])
 
 
-def insert_rest(con: sqlite3.Connection, path: str, ids: list[int]) -> int:
+def insert_rest(con: sqlite3.Connection, path: str, ids: list[int], pages: TablePages | None = None) -> int:
     """:func:`_insert_rest`; returns the tasks inserted."""
-    return _insert_rest(con, path, ids)
+    return _insert_rest(con, path, ids, pages)
 
 
 def remap_direct(con: sqlite3.Connection, d: Direct, final: list[int]) -> bool:
@@ -216,17 +287,17 @@ def _hand_over(path: Path, cols: list[np.ndarray], pos: np.ndarray, gids: np.nda
             pickle.dump([gids[lo:lo + DB_CHUNK_ROWS], *[c[r] for c in cols]], f, protocol=5)
 
 
-def _insert_rest(con: sqlite3.Connection, path: str, ids: list[int]) -> int:
+def _insert_rest(con: sqlite3.Connection, path: str, ids: list[int], pages: TablePages | None = None) -> int:
     """TASK_PMU_INFO rows of the tasks :func:`_hand_over` wrote in ``path`` (name ids ``ids``);
     returns the tasks."""
     n = 0
-    with open(path, "rb") as f:
+    with open(path, "rb") as f, pages.heap_kept() if pages is not None else nullcontext():
         while True:
             try:
                 g, *cols = pickle.load(f)
             except EOFError:
                 return n
-            n += _insert_pmu(con, cols, ids, np.arange(len(g)), g)
+            n += _insert_pmu(con, cols, ids, np.arange(len(g)), g, pages=pages)
 
 
 def _stage_rows(con: sqlite3.Connection, table: str, cols: list[np.ndarray], rows: np.ndarray,

@@ -11,12 +11,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from msprof_py.atomic import Later
 from msprof_py.export import base
 from msprof_py.export.base import ExportContext, Naming
 from msprof_py.export.db_process import DbProcesses, use_processes
 from msprof_py.export.db_thread import DbFeed, DbThread, db_view
 from msprof_py.export.jobs import (Done, ExportOptions, ExportResult, default_loader, finish, jobs_for, prepare,
-                                   progress, run_job)
+                                   progress, run_job, write_error)
 from msprof_py.export.parallel import run_tasks, workers_for
 from msprof_py.export.views import cpp_export
 from msprof_py.memory import trim
@@ -57,8 +58,12 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
             source.meta[info.device_id]["facts"] = info.meta["facts"]
         else:
             source.add(info)
-    # (the cache index, and a one-device dir's part, written on a thread: settled below)
-    source.finish(background=True)
+    # (the cache index, and a one-device dir's part, written on a thread: settled below; a
+    # one-device dir's, ~750 MB on the single-op million, held until its DB process is forked: no
+    # thread may run at a fork, and the export need not wait for it before its first file)
+    processes = use_processes(prof, source.devices)
+    held = processes and len(source.devices) == 1
+    source.finish(background=True, hold=held)
     # 2. each device's files, then the host-side files, then the DB
     out_dir, log_lines, naming, ctx = prepare(prof, options, source.host, False, layers)
     jobs = jobs_for(source.host, options)
@@ -67,13 +72,17 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
     db = [i for i, (ex, dev) in enumerate(jobs) if dev is None and ex.kind == "db"]
     tasks += [None] if db else []
     workers = workers_for(len(tasks), options.workers)
-    if workers > 1 or use_processes(prof, source.devices):
-        source.settle()  # no store thread across a fork
     state = Stream(source, jobs, out_dir, naming, ctx, prof, parallel=workers > 1,
                    per_device=per_device if workers == 1 else None)
     if db and workers == 1 and os.environ.get(DB_THREAD_ENV, "1") != "0" and beside_ok(source, jobs, tasks):
         tasks.remove(None)
         state.db = state.db_beside()
+    if held and workers == 1 and isinstance(state.db, DbProcesses):
+        pass  # released by the DB process's fork (Stream.run)
+    elif workers > 1 or processes:
+        source.settle()  # no store thread across a fork
+    else:
+        source.release()  # (nothing held)
     with progress(options, prof, len(jobs)) as bar:
         try:
             for got in run_tasks(state.run, tasks, workers, state.what):
@@ -193,9 +202,24 @@ class Stream:
         if isinstance(db, DbThread):
             db.feed.put(db_view(session, self.cats))
         elif db is not None:
-            db.put(session)  # the DB's process applies db_view itself
-        out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
-               for i, (ex, d) in enumerate(self.jobs) if d == dev}
+            db.put(session)  # the DB's process applies db_view itself (a later device's: read after settle())
+            self.source.release()  # the cache's store held for the first fork (finish(hold=True)): beside the files
+        # the device's files of copied layers complete on their writers' threads while the next
+        # files are written; all of them before the device's session is let go (and before the
+        # next device's DB process is forked: no thread of the export runs at a fork)
+        ctx.later = later = Later()
+        try:
+            out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
+                   for i, (ex, d) in enumerate(self.jobs) if d == dev}
+            try:
+                later.settle()
+            except OSError as err:  # one line naming the file, as run_job words it
+                raise write_error(err, self.out_dir) from None
+        except BaseException as err:
+            later.abort(err)
+            raise
+        finally:
+            ctx.later = None
         if self.per_device is not None and dev in self.source.devices:
             self.per_device(self.prof, dev, session)
         del session

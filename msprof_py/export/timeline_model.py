@@ -105,6 +105,13 @@ class Timeline:
             yield c
             pos[0] += c.length if isinstance(c, FileRange) else len(c)
 
+    def copies_only(self, ctx: ExportContext) -> bool:
+        """Whether :meth:`chunks` renders no event here: every layer is one an earlier file of the
+        export wrote (its bytes copied), no flow, no counter (only the metadata events)."""
+        slices = [s for s in self.slices if len(s)]
+        return (ctx.scratch is not None and bool(slices) and all(s.cache_key in ctx.rendered for s in slices)
+                and not any(len(f) for f in self.flows) and not any(len(c) for c in self.counters))
+
     def _chunks(self, ctx: ExportContext | None, layers: list[tuple[tuple[Any, ...], int, int]] | None,
                 pos: list[int]) -> Iterator[bytes | FileRange]:
         yield self.meta.to_bytes()

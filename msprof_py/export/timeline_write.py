@@ -57,7 +57,10 @@ def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> P
     checked = check_timeline(tl, path, ctx)
     size = 0
     layers: list[tuple[Any, int, int]] = []
-    with atomic_writer(path) as w:
+    # a file of copied layers only (thread_group, task_time of msprof_N.json's): its copies go on
+    # on its writer's thread while the export writes the next files; ctx.later settles it
+    later = ctx.later if ctx.later is not None and tl.copies_only(ctx) else None
+    with atomic_writer(path, later=later) as w:
         for c in json_array(tl.chunks(ctx, layers)):
             if isinstance(c, FileRange):
                 w.copy(c.path, c.offset, c.length)
@@ -69,6 +72,8 @@ def write_timeline(tl: Timeline, path: Path, ctx: ExportContext, what: str) -> P
     # last one without its separator, which became the closing bracket)
     for key, start, n in layers:
         ctx.rendered[key] = FileRange(path, len(HEAD) + start, n - len(SEPARATOR), checked)
+    if later is not None:
+        later.sizes[path] = size
     if size > PERFETTO_LIMIT_BYTES:
         ctx.warnings.warn(f"{path} is {size / 2**30:.2f} GB: the Perfetto UI cannot open {what} files over 1 GB; "
                           "export less with --model-id N --iteration-id N")

@@ -33,6 +33,7 @@ import pandas as pd
 from msprof_py.atomic import temp_path
 from msprof_py.export import pmu_db
 from msprof_py.export.base import ExportContext, Naming, register
+from msprof_py.export.db_pages import TablePages
 from msprof_py.export.session_access import device_ids
 from msprof_py.export.unified_db_enums import ENUM_TABLES, META_DATA
 from msprof_py.export.unified_db_host import api_rows, communication_rows, session_tables
@@ -42,7 +43,7 @@ from msprof_py.export.unified_db_strings import StringIds
 from msprof_py.export.unified_db_tasks import (build_info, copy_info, db_tasks, info_columns, info_ids, info_rows,
                                                 insert_info, memcpy_ids, memcpy_rows, remap_info, signature,
                                                 task_rows)
-from msprof_py.memory import trim
+from msprof_py.memory import TRIM_AT_ONCE_BYTES, trim
 from msprof_py.parse.build import join_parts
 from msprof_py.parse.pmu import metrics as pmu_metrics
 from msprof_py.parse.session import Session
@@ -169,6 +170,11 @@ class Fill:
         # early: a device before the last has its COMPUTE_TASK_INFO and TASK_PMU_INFO rows made in their
         # final form by add (a DB process per device: that process has its session, the DB is not waited for)
         self.early = early
+        # early: TASK, COMPUTE_TASK_INFO and TASK_PMU_INFO written as table pages (db_pages), not by
+        # SQLite's inserts, where they can be (each completed before anything reads or updates it)
+        self.pages = TablePages("TASK_PMU_INFO", trim_after=TRIM_AT_ONCE_BYTES) if early else None
+        self.task_pages = TablePages("TASK", trim_after=TRIM_AT_ONCE_BYTES) if early else None
+        self.info_pages = TablePages("COMPUTE_TASK_INFO", trim_after=TRIM_AT_ONCE_BYTES) if early else None
         # with early: whether to go on making a device's rows early (the export has not yet reached the
         # next device), and the dir of the files the rows not made are handed over in (pmu_db.build_now)
         self.more: Callable[[], bool] | None = None
@@ -202,7 +208,7 @@ class Fill:
             self._finish(con)  # the previous device's rows its process did not make, before this device's
         t = db_tasks(s)
         if len(t):
-            task_rows(con, session, t, self.sid, self.offset, self.created)
+            task_rows(con, session, t, self.sid, self.offset, self.created, self.task_pages)
         if len(self.memcpy_gids):
             memcpy_ids(session.memcpy, t, self.offset, self.memcpy_gids)
         self.comm.append(s.communication)
@@ -266,9 +272,10 @@ class Fill:
             held.pmu = pmu_db.Direct(names, self._predict([h.cols for h in self.held],
                                                           [h.pmu for h in self.held[:-1]], names),
                                      len(rows[2]), 0, 0, None)
-            held.pmu.lo = held.pmu.hi = _rows_in(con, "TASK_PMU_INFO")
+            held.pmu.lo = held.pmu.hi = self._pmu_rows(con)
             more = self.more or (lambda: True)
-            done = pmu_db.insert_direct(con, rows, held.pmu.ids, more if self.rest_dir is not None else None)
+            done = pmu_db.insert_direct(con, rows, held.pmu.ids, more if self.rest_dir is not None else None,
+                                        self.pages)
             held.pmu.hi += done * len(names)
             rows = (names, rows[1], rows[2][done:], rows[3][done:])
         if len(rows[2]):
@@ -287,8 +294,8 @@ class Fill:
             if p.ids is None:
                 self._create_pmu(con)
                 p.ids = self._predict([h.cols for h in self.held], [h.pmu for h in self.held[:-1]], p.names)
-                p.lo = p.hi = _rows_in(con, "TASK_PMU_INFO")
-            p.hi += pmu_db.insert_rest(con, p.rest, p.ids) * len(p.names)
+                p.lo = p.hi = self._pmu_rows(con)
+            p.hi += pmu_db.insert_rest(con, p.rest, p.ids, self.pages) * len(p.names)
             Path(p.rest).unlink(missing_ok=True)
             p.rest = None
 
@@ -302,8 +309,8 @@ class Fill:
             if h.cols is not None:
                 info_ids(h.cols, sid)
         ids = info_ids(held.cols, sid)
-        lo = _rows_in(con, "COMPUTE_TASK_INFO") if "COMPUTE_TASK_INFO" in self.created else 0
-        insert_cols(con, "COMPUTE_TASK_INFO", *ids, created=self.created)
+        lo = self._info_rows(con) if "COMPUTE_TASK_INFO" in self.created else 0
+        insert_cols(con, "COMPUTE_TASK_INFO", *ids, created=self.created, pages=self.info_pages)
         held.info = DirectInfo(lo, lo + len(held.cols[1]), signature(ids))
 
     def _create_pmu(self, con: sqlite3.Connection) -> None:
@@ -360,10 +367,15 @@ class Fill:
     def end(self, con: sqlite3.Connection) -> None:
         """The tables after the devices' (every device added)."""
         session, held, sid, created = self.host, self.held, self.sid, self.created
+        if self.task_pages is not None:
+            self.task_pages.finish(con)  # every device's TASK rows are in
         for h in held:
             if isinstance(h.info, DirectInfo):
                 assert h.cols is not None
-                remap_info(con, info_ids(h.cols, sid), h.info.signature, (h.info.lo, h.info.hi))
+                ids = info_ids(h.cols, sid)
+                if signature(ids) != h.info.signature and self.info_pages is not None:
+                    self.info_pages.finish(con)  # the table complete for SQLite's UPDATE (and its inserts after)
+                remap_info(con, ids, h.info.signature, (h.info.lo, h.info.hi))
             elif h.cols is not None and h.info is not None:
                 copy_info(con, h.cols, h.info, sid, created)
             else:
@@ -373,14 +385,19 @@ class Fill:
             insert_info(con, self.last_cols, sid, created)
             self.last_cols = None
         elif self.last is not None and len(self.last[1]):
-            info_rows(con, session, self.last[1], sid, self.last[2], created)
+            info_rows(con, session, self.last[1], sid, self.last[2], created, self.info_pages)
+        if self.info_pages is not None:
+            self.info_pages.finish(con)
         if "COMPUTE_TASK_INFO" in self.precreated and not _rows_in(con, "COMPUTE_TASK_INFO"):
             con.execute("DROP TABLE COMPUTE_TASK_INFO")  # created before its turn, no row came (a table has rows)
         memcpy_rows(con, session, self.memcpy_gids, self.offset, created)
         # device counters: TASK_PMU_INFO, AICORE_FREQ (msprof_py.export.pmu_db)
         for h in held:
             if isinstance(h.pmu, pmu_db.Direct):
-                pmu_db.remap_direct(con, h.pmu, [sid.one(pmu_metrics.db_name(n)) for n in h.pmu.names])
+                final = [sid.one(pmu_metrics.db_name(n)) for n in h.pmu.names]
+                if final != h.pmu.ids and self.pages is not None:
+                    self.pages.finish(con)  # the table complete for SQLite's UPDATE (and its inserts after)
+                pmu_db.remap_direct(con, h.pmu, final)
             elif h.pmu is not None:
                 pmu_db.unfold_pmu(con, h.pmu, sid.one, created)
         if self.side_ids is not None:
@@ -392,7 +409,9 @@ class Fill:
         elif self.last is not None:
             s, t, first = self.last
             pmu_db.db_tables(con, s, t if len(t) else None, np.arange(first, first + len(t), dtype=np.int64),
-                                 sid.one, freq=False, created=created)
+                                 sid.one, freq=False, created=created, pages=self.pages)
+        if self.pages is not None:
+            self.pages.finish(con)  # its interior pages and root: the table complete
         for h in held:
             pmu_db.freq_rows(con, h.freq, created)
         if self.last is not None:
@@ -405,6 +424,20 @@ class Fill:
         session_tables(con, session)
         insert_rows(con, "META_DATA", META_DATA)
         insert_rows(con, "STRING_IDS", [(i, s) for s, i in sid.ids.items()])
+
+
+    def _info_rows(self, con: sqlite3.Connection) -> int:
+        """COMPUTE_TASK_INFO's rows so far (:meth:`_pmu_rows`)."""
+        if self.info_pages is not None and self.info_pages.state == "on":
+            return self.info_pages.rows
+        return _rows_in(con, "COMPUTE_TASK_INFO")
+
+    def _pmu_rows(self, con: sqlite3.Connection) -> int:
+        """TASK_PMU_INFO's rows so far (those written as pages: the table reads empty to SQL until
+        they are finished)."""
+        if self.pages is not None and self.pages.state == "on":
+            return self.pages.rows
+        return _rows_in(con, "TASK_PMU_INFO")
 
 
 def _rows_in(con: sqlite3.Connection, table: str) -> int:

@@ -18,7 +18,9 @@ device is built (:meth:`ProfSource.finish`).
 """
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -101,6 +103,8 @@ class PartWriter:
         self._storing: threading.Thread | None = None
         self._error: BaseException | None = None
         self._warnings: WarningLog | None = None  # given to finish(background=True), completed by settle()
+        self._held: threading.Thread | None = None  # finish(hold=True)'s store, not started until release()
+        _WRITERS.add(self)
 
     def device(self, device_id: int, part: dict[str, pd.DataFrame], readers: list[Any] | None = None,
                background: bool = False) -> None:
@@ -137,7 +141,8 @@ class PartWriter:
         self._join()
 
     def _join(self) -> None:
-        """Until the thread's store is done (its error raised here)."""
+        """Until the thread's store is done (its error raised here; a held store started first)."""
+        self.release()
         if self._storing is not None:
             self._storing.join()
             self._storing = None
@@ -145,7 +150,8 @@ class PartWriter:
             err, self._error = self._error, None
             raise err
 
-    def finish(self, host: dict[str, pd.DataFrame], warnings: WarningLog, background: bool = False) -> None:
+    def finish(self, host: dict[str, pd.DataFrame], warnings: WarningLog, background: bool = False,
+               hold: bool = False) -> None:
         """Write the index with the complete ``warnings``; then add a failure to write to them.
 
         ``background``: the part still pending (a one-device dir's, which the export reads
@@ -153,7 +159,9 @@ class PartWriter:
         device_0.pkl 393 MB and session.pkl 359 MB, ~1.2 s of the main thread before its first
         file, with the GIL free for most of it); :meth:`settle` waits for them and adds a
         failure to ``warnings``.  The thread pickles shallow copies of the tables (pandas'
-        copy-on-write: the caller may add or replace columns meanwhile)."""
+        copy-on-write: the caller may add or replace columns meanwhile).  ``hold`` (with
+        ``background``): the thread is started by :meth:`release` (the export forks its DB process
+        first: no thread may run at a fork), or by :meth:`settle`."""
         for m in self.meta.values():
             m["readers"] = []  # reported already; not needed from the cache
         index = {"host": host, "devices": list(self.devices), "meta": self.meta, "warnings": list(warnings.messages)}
@@ -168,9 +176,24 @@ class PartWriter:
             part, name = self._pending
             self._pending = ({k: _snapshot(v) for k, v in part.items()}, name)
         index["host"] = {k: _snapshot(v) for k, v in host.items()}
-        self._storing = threading.Thread(target=self._finish, args=(self._pending, index), name="msprof-py-cache")
+        thread = threading.Thread(target=self._finish, args=(self._pending, index), name="msprof-py-cache")
         self._pending = None
-        self._storing.start()
+        if hold:
+            self._held = thread
+        else:
+            self._storing = thread
+            thread.start()
+
+    def release(self) -> None:
+        """Start the store :meth:`finish` was asked to hold."""
+        if self._held is not None:
+            self._storing, self._held = self._held, None
+            self._storing.start()
+
+    def _forget(self) -> None:
+        """In a process forked while a store is held: never written here (the export's process
+        writes it), and its tables not kept alive by it."""
+        self._held = None
 
     def _finish(self, pending: tuple[dict[str, pd.DataFrame], str] | None, index: dict[str, Any]) -> None:
         try:
@@ -185,8 +208,8 @@ class PartWriter:
             cache.store(self.prof, self.key, index, self.failed)
 
     def busy(self) -> bool:
-        """Whether a store runs on the thread."""
-        return self._storing is not None
+        """Whether a store runs on the thread (or is held for it)."""
+        return self._storing is not None or self._held is not None
 
     def settle(self) -> None:
         """After ``finish(background=True)``: wait for the thread, raise its error, add a
@@ -195,6 +218,18 @@ class PartWriter:
         self.wait()
         if warnings is not None:
             warnings.extend(self.failed)
+
+
+_WRITERS: weakref.WeakSet[PartWriter] = weakref.WeakSet()
+
+
+def _forget_held() -> None:
+    for w in list(_WRITERS):
+        w._forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_held)
 
 
 def _snapshot(df: Any) -> Any:
@@ -294,10 +329,11 @@ class ProfSource:
             self.writer.devices.append(info.device_id)
             self.writer.meta[info.device_id] = info.meta
 
-    def finish(self, background: bool = False) -> None:
+    def finish(self, background: bool = False, hold: bool = False) -> None:
         """Every device built and added: the warnings given last, DataError when the dir held
         no data at all, and the cache index (``background``: with a one-device dir's part, on a
-        thread until :meth:`settle`; :meth:`PartWriter.finish`).  Sessions made from now on
+        thread until :meth:`settle`; :meth:`PartWriter.finish`; ``hold``: that thread started by
+        :meth:`release`, e.g. after a fork, or by :meth:`settle`).  Sessions made from now on
         carry every device's ``all_reduce`` rows and ``facts`` (see :meth:`session`)."""
         self.finished = True
         self.host.all_reduce = build.join_parts("all_reduce", [self.meta[d]["all_reduce"] for d in self.devices])
@@ -310,11 +346,17 @@ class ProfSource:
         build.finish(self.stage, readers, any(self.meta[d]["has_data"] for d in self.devices), self.warnings)
         if self.writer is not None:
             self.writer.devices = list(self.devices)
-            self.writer.finish({name: getattr(self.host, name) for name in HOST_TABLES}, self.warnings, background)
+            self.writer.finish({name: getattr(self.host, name) for name in HOST_TABLES}, self.warnings, background,
+                               hold)
             if not background:
                 self._settled()
             else:  # the decoded host records go now (kept, they would outlive the thread's store); should
                 self.stage = None  # the store fail, a device read again decodes the host side again
+
+    def release(self) -> None:
+        """Start the cache's store held by ``finish(hold=True)`` on its thread."""
+        if self.writer is not None:
+            self.writer.release()
 
     def settle(self, quiet: bool = False) -> None:
         """Wait for the cache written on a thread by ``finish(background=True)`` (its error raised

@@ -18,7 +18,7 @@ from msprof_py.export.unified_db_tasks import UNREAD_TASK_COLUMNS
 from msprof_py.parse import schema
 
 from .test_db_thread import _children, _copy, _leftovers, two_devices  # noqa: F401  (fixture)
-from .test_streamed_export import _outputs
+from .test_streamed_export import _outputs, db_text
 
 
 def test_ctrl_c_at_the_fork_stays_out_of_the_db_process(two_devices: Path, tmp_path: Path,  # noqa: F811
@@ -209,17 +209,38 @@ def test_rows_not_made_early_are_handed_over(two_devices: Path, tmp_path: Path, 
     assert _outputs(prof) == _outputs(after) and _leftovers(prof) == []
 
 
+@pytest.mark.parametrize("page_size", [4096, 1024])
 def test_db_bytes_do_not_depend_on_when_a_process_is_told(two_devices: Path, tmp_path: Path,  # noqa: F811
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                                          monkeypatch: pytest.MonkeyPatch, page_size: int) -> None:
     """Device 0's process inserts its rows into the DB file until the export reaches the next
     device (a moment that differs run to run); the next process inserts the rest first, with the
     same statements: the DB file has the same bytes wherever the cut fell (none, before its
-    COMPUTE_TASK_INFO rows, after a few chunks of TASK_PMU_INFO tasks)."""
+    COMPUTE_TASK_INFO rows, after a few chunks of TASK_PMU_INFO tasks), TASK, COMPUTE_TASK_INFO and
+    TASK_PMU_INFO written as table pages (export.db_pages: ``page_size`` 1 KiB gives them interior
+    pages over leaves made by both processes), the file valid (``PRAGMA integrity_check``), its
+    dump the one written after the text files."""
     import hashlib
+    import sqlite3
 
-    from msprof_py.export import pmu_db
+    from msprof_py.export import db_pages, pmu_db, unified_db
 
+    real_connect, real_finish = unified_db.connect, db_pages.TablePages.finish
+    log = tmp_path / "finished"
+
+    def connect(path):  # type: ignore[no-untyped-def]
+        con = real_connect(path)
+        con.execute(f"PRAGMA page_size={page_size}")  # (the file's when it has no table yet)
+        return con
+
+    def finish(self, con):  # type: ignore[no-untyped-def]
+        with open(log, "a") as f:  # (in a DB process)
+            f.write(f"{self.table} {self.state} {self.rows}\n")
+        return real_finish(self, con)
+
+    monkeypatch.setattr(db_process, "connect", connect)
+    monkeypatch.setattr(db_pages.TablePages, "finish", finish)
     monkeypatch.setattr(pmu_db, "DB_CHUNK_ROWS", 7)
+    monkeypatch.setattr(pmu_db, "PAGE_TASKS", 3)
     monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
     md5 = set()
     for k, early in enumerate([None, 0, 1, 4]):
@@ -234,7 +255,25 @@ def test_db_bytes_do_not_depend_on_when_a_process_is_told(two_devices: Path, tmp
         (db,) = prof.glob("*.db")
         md5.add(hashlib.md5(db.read_bytes()).hexdigest())
         assert _leftovers(prof) == []
+        con = sqlite3.connect(db)
+        assert con.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert con.execute("PRAGMA page_size").fetchone() == (page_size,)
+        con.close()
+        # every TASK, COMPUTE_TASK_INFO and TASK_PMU_INFO row written as pages, each table completed once
+        con = sqlite3.connect(db)
+        rows = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("TASK", "COMPUTE_TASK_INFO", "TASK_PMU_INFO")}
+        con.close()
+        assert sorted(log.read_text().splitlines()) == sorted(f"{t} on {n}" for t, n in rows.items())
+        assert min(rows.values()) > 100
+        log.unlink()
     assert len(md5) == 1
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "0")
+    after = _copy(two_devices, tmp_path / "s")
+    export(after, ExportOptions())
+    (a,), (b,) = prof.glob("*.db"), after.glob("*.db")
+    assert db_text(a).split(b"\n")[1:] == db_text(b).split(b"\n")[1:]  # (the page size aside)
 
 
 @pytest.mark.parametrize("without", ["first", "every"])
@@ -269,3 +308,44 @@ def test_pmu_rows_of_a_device_without_compute_task_info(two_devices: Path, tmp_p
     tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master")]
     con.close()
     assert ("COMPUTE_TASK_INFO" in tables) == (without == "first") and "TASK_PMU_INFO" in tables
+
+
+def test_a_one_device_dirs_cache_is_written_after_the_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-device dir's parse cache (its part and the index, pickled on a thread) is held until
+    its DB process is forked and then written beside the text files: the export does not wait for
+    it before its first file, no thread runs at the fork, the new process does not keep (or write)
+    the held store, and the cache is complete afterwards (the next export reads it: same files)."""
+    from msprof_py.collect import collect
+    from msprof_py.parse import cache, source
+
+    src = collect("resnet50", output=tmp_path / "c", devices=1, iterations=1, seed=5, fixed_clock=True).prof_dir
+    prof = _copy(src, tmp_path / "p")
+    seen: list[tuple[list[str], list[str]]] = []
+    held = tmp_path / "held"
+    real_fork = os.fork
+    others = set(threading.enumerate())
+
+    def fork() -> int:
+        alive = sorted(t.name for t in set(threading.enumerate()) - others)
+        pid = real_fork()
+        if pid == 0:  # the DB process: the export's held store forgotten
+            held.write_text(repr([w._held is not None for w in source._WRITERS]))
+        else:
+            seen.append((alive, sorted(p.name for p in cache.cache_dir(prof).glob("*.pkl"))))
+        return pid
+
+    monkeypatch.setattr(db_process.os, "fork", fork)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    export(prof, ExportOptions())
+    assert seen == [([], [])]  # nothing stored yet, no thread at the fork
+    assert held.read_text() == "[False]"
+    assert sorted(p.name for p in cache.cache_dir(prof).glob("*.pkl")) == ["device_0.pkl", "session.pkl"]
+    assert _leftovers(prof) == []
+    again = source.ProfSource(prof)
+    assert again.cached and again.devices == [0]
+    monkeypatch.setattr(db_process.os, "fork", real_fork)
+    export(prof, ExportOptions())  # from the cache
+    fresh = _copy(src, tmp_path / "f")
+    monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
+    export(fresh, ExportOptions())
+    assert _outputs(prof) == _outputs(fresh)
