@@ -247,18 +247,46 @@ def leaves(rowid0: int, cols: list[Serial], page_size: int, last: bool) -> tuple
     return flat.data, used, rowid0 + st_arr[1:] - 1
 
 
-def interior_page(children: list[int], keys: list[int], right: int, page_size: int) -> bytes:
-    """An interior page: cells (child page, largest rowid under it), the right-most child."""
-    body = b"".join(c.to_bytes(4, "big") + _varint(k) for c, k in zip(children, keys))
-    sizes = [4 + len(_varint(k)) for k in keys]
-    k = len(children)
-    start = page_size - len(body)
-    head = bytes([0x05, 0, 0, k >> 8, k & 0xFF, start >> 8 & 0xFF, start & 0xFF, 0]) + right.to_bytes(4, "big")
-    ptrs, at = bytearray(), start
-    for s in sizes:
-        ptrs += at.to_bytes(2, "big")
-        at += s
-    return head + bytes(ptrs) + bytes(start - 12 - len(ptrs)) + body
+def interiors(children: np.ndarray, keys: np.ndarray, page_size: int) -> tuple[list[bytes], list[int]]:
+    """Interior pages over ``children`` (page numbers, in rowid order; ``keys``: the largest rowid
+    under each): each filled greedily with cells (4-byte child, key varint), its last child the
+    right-most pointer, none with a lone child.  Returns the pages and each one's last child."""
+    n = len(keys)
+    vl = _varint_len(keys)
+    w = int(vl.max())
+    grid = np.empty((n, 4 + w), np.uint8)
+    grid[:, :4] = children.astype(">u4").view(np.uint8).reshape(n, 4)
+    keep = np.ones((n, 4 + w), bool)
+    for j in range(w):
+        g = w - 1 - j
+        grid[:, 4 + j] = ((keys >> (7 * g)) & 0x7F) | (0x80 if g else 0)
+        keep[:, 4 + j] = vl > g
+    stream = np.compress(keep.ravel(), grid.ravel())
+    size = 4 + vl
+    off = np.concatenate(([0], np.cumsum(size)))
+    need = np.cumsum(size + 2)
+    bounds, a, base = [0], 0, 0
+    while a < n:
+        c = int(need.searchsorted(base + page_size - 12, side="right"))  # cells a .. c - 1 fit
+        b = min(max(c + 1, a + 2), n)  # cells a .. b - 2 and the right-most child b - 1
+        bounds.append(b)
+        a, base = b, int(need[b - 1])
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] == 1:  # a lone child: take one from the node before
+        bounds[-2] -= 1
+    pages = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        k = b - a - 1
+        body = stream[off[a]:off[b - 1]]
+        start = page_size - len(body)
+        page = np.zeros(page_size, np.uint8)
+        page[0] = 0x05
+        page[3:5] = (k >> 8, k & 0xFF)
+        page[5:7] = (start >> 8 & 0xFF, start & 0xFF)
+        page[8:12] = np.frombuffer(int(children[b - 1]).to_bytes(4, "big"), np.uint8)
+        page[12:12 + 2 * k] = (start + off[a:b - 1] - off[a]).astype(">u2").view(np.uint8)
+        page[start:] = body
+        pages.append(page.tobytes())
+    return pages, [b - 1 for b in bounds[1:]]
 
 
 def _varint(v: int) -> bytes:
@@ -372,18 +400,12 @@ class TablePages:
                                axis=1)
         self.leaves = []
         while True:
-            nodes = _interior_split(level[1], self.page_size)
+            nodes, last = interiors(level[0], level[1], self.page_size)
             if len(nodes) == 1:
-                a, b = nodes[0]
-                self._write(con, self._interior(level, a, b), root=True)
+                self._write(con, nodes[0], root=True)
                 return
-            data = b"".join(self._interior(level, a, b) for a, b in nodes)
-            page = self._write(con, data)
-            level = np.array([np.arange(page, page + len(nodes)), [level[1][b - 1] for _, b in nodes]], np.int64)
-
-    def _interior(self, level: np.ndarray, a: int, b: int) -> bytes:
-        return interior_page(level[0][a:b - 1].tolist(), level[1][a:b - 1].tolist(), int(level[0][b - 1]),
-                             self.page_size)
+            page = self._write(con, b"".join(nodes))
+            level = np.stack((np.arange(page, page + len(nodes), dtype=np.int64), level[1][last]))
 
     def _write(self, con: sqlite3.Connection, pages: Any, root: bool = False) -> int:
         """Write ``pages`` (bytes of whole pages) after the file's last page (``root``: the one page into the root);
@@ -416,24 +438,25 @@ class TablePages:
             raise
 
 
-def _interior_split(keys: np.ndarray, page_size: int) -> list[tuple[int, int]]:
-    """Greedy split of children (their largest rowids ``keys``) into interior nodes ``[a, b)``:
-    each has ``b - a - 1`` cells and a right-most child; none has a single child."""
-    size = 6 + _varint_len(keys)  # 4-byte child, key varint, 2-byte pointer
-    room = page_size - 12
-    nodes, a = [], 0
-    n = len(keys)
-    while a < n:
-        b, used = a, 0
-        while b < n - 1 and used + size[b] <= room:  # children a..b-1 as cells, b the right-most
-            used += int(size[b])
-            b += 1
-        nodes.append((a, b + 1))
-        a = b + 1
-    if len(nodes) > 1 and nodes[-1][1] - nodes[-1][0] == 1:  # a lone child: take one from the node before
-        (a0, b0), (a1, b1) = nodes[-2], nodes[-1]
-        nodes[-2:] = [(a0, b0 - 1), (b0 - 1, b1)]
-    return nodes
+COLUMN_ROWS = 32_768  # rows made pages at a time by write_columns (TASK's 11 / COMPUTE_TASK_INFO's 17 columns: ~8 MB)
+
+
+def write_columns(con: sqlite3.Connection, pages: TablePages, cols: Any, n: int) -> int:
+    """Rows ``0 .. n - 1`` of integer columns ``cols`` (arrays, or objects giving a slice of rows
+    as an array) appended to ``pages``' table, :data:`COLUMN_ROWS` at a time; returns the rows
+    written: all, or those before a chunk with a value :func:`serial` does not take (``pages``
+    finished then: the caller inserts the rest), 0 when the table is not for it."""
+    if not pages.usable(con):
+        pages.finish(con)
+        return 0
+    with pages.heap_kept():
+        for lo in range(0, n, COLUMN_ROWS):
+            got = [serial(np.asarray(c[lo:lo + COLUMN_ROWS])) for c in cols]
+            if any(g is None for g in got):
+                pages.finish(con)
+                return lo
+            pages.append(con, got)  # type: ignore[arg-type]
+    return n
 
 
 def _path(con: sqlite3.Connection) -> str | None:
@@ -450,4 +473,4 @@ def _pwrite(fd: int, data: Any, offset: int) -> None:
         view, offset = view[n:], offset + n
 
 
-__all__ = ["TablePages", "leaves", "serial"]
+__all__ = ["TablePages", "leaves", "serial", "write_columns"]

@@ -170,8 +170,11 @@ class Fill:
         # early: a device before the last has its COMPUTE_TASK_INFO and TASK_PMU_INFO rows made in their
         # final form by add (a DB process per device: that process has its session, the DB is not waited for)
         self.early = early
-        # early: TASK_PMU_INFO written as table pages (db_pages), not by SQLite's inserts, where it can be
+        # early: TASK, COMPUTE_TASK_INFO and TASK_PMU_INFO written as table pages (db_pages), not by
+        # SQLite's inserts, where they can be (each completed before anything reads or updates it)
         self.pages = TablePages("TASK_PMU_INFO", trim_after=TRIM_AT_ONCE_BYTES) if early else None
+        self.task_pages = TablePages("TASK", trim_after=TRIM_AT_ONCE_BYTES) if early else None
+        self.info_pages = TablePages("COMPUTE_TASK_INFO", trim_after=TRIM_AT_ONCE_BYTES) if early else None
         # with early: whether to go on making a device's rows early (the export has not yet reached the
         # next device), and the dir of the files the rows not made are handed over in (pmu_db.build_now)
         self.more: Callable[[], bool] | None = None
@@ -205,7 +208,7 @@ class Fill:
             self._finish(con)  # the previous device's rows its process did not make, before this device's
         t = db_tasks(s)
         if len(t):
-            task_rows(con, session, t, self.sid, self.offset, self.created)
+            task_rows(con, session, t, self.sid, self.offset, self.created, self.task_pages)
         if len(self.memcpy_gids):
             memcpy_ids(session.memcpy, t, self.offset, self.memcpy_gids)
         self.comm.append(s.communication)
@@ -306,8 +309,8 @@ class Fill:
             if h.cols is not None:
                 info_ids(h.cols, sid)
         ids = info_ids(held.cols, sid)
-        lo = _rows_in(con, "COMPUTE_TASK_INFO") if "COMPUTE_TASK_INFO" in self.created else 0
-        insert_cols(con, "COMPUTE_TASK_INFO", *ids, created=self.created)
+        lo = self._info_rows(con) if "COMPUTE_TASK_INFO" in self.created else 0
+        insert_cols(con, "COMPUTE_TASK_INFO", *ids, created=self.created, pages=self.info_pages)
         held.info = DirectInfo(lo, lo + len(held.cols[1]), signature(ids))
 
     def _create_pmu(self, con: sqlite3.Connection) -> None:
@@ -364,10 +367,15 @@ class Fill:
     def end(self, con: sqlite3.Connection) -> None:
         """The tables after the devices' (every device added)."""
         session, held, sid, created = self.host, self.held, self.sid, self.created
+        if self.task_pages is not None:
+            self.task_pages.finish(con)  # every device's TASK rows are in
         for h in held:
             if isinstance(h.info, DirectInfo):
                 assert h.cols is not None
-                remap_info(con, info_ids(h.cols, sid), h.info.signature, (h.info.lo, h.info.hi))
+                ids = info_ids(h.cols, sid)
+                if signature(ids) != h.info.signature and self.info_pages is not None:
+                    self.info_pages.finish(con)  # the table complete for SQLite's UPDATE (and its inserts after)
+                remap_info(con, ids, h.info.signature, (h.info.lo, h.info.hi))
             elif h.cols is not None and h.info is not None:
                 copy_info(con, h.cols, h.info, sid, created)
             else:
@@ -377,7 +385,9 @@ class Fill:
             insert_info(con, self.last_cols, sid, created)
             self.last_cols = None
         elif self.last is not None and len(self.last[1]):
-            info_rows(con, session, self.last[1], sid, self.last[2], created)
+            info_rows(con, session, self.last[1], sid, self.last[2], created, self.info_pages)
+        if self.info_pages is not None:
+            self.info_pages.finish(con)
         if "COMPUTE_TASK_INFO" in self.precreated and not _rows_in(con, "COMPUTE_TASK_INFO"):
             con.execute("DROP TABLE COMPUTE_TASK_INFO")  # created before its turn, no row came (a table has rows)
         memcpy_rows(con, session, self.memcpy_gids, self.offset, created)
@@ -415,6 +425,12 @@ class Fill:
         insert_rows(con, "META_DATA", META_DATA)
         insert_rows(con, "STRING_IDS", [(i, s) for s, i in sid.ids.items()])
 
+
+    def _info_rows(self, con: sqlite3.Connection) -> int:
+        """COMPUTE_TASK_INFO's rows so far (:meth:`_pmu_rows`)."""
+        if self.info_pages is not None and self.info_pages.state == "on":
+            return self.info_pages.rows
+        return _rows_in(con, "COMPUTE_TASK_INFO")
 
     def _pmu_rows(self, con: sqlite3.Connection) -> int:
         """TASK_PMU_INFO's rows so far (those written as pages: the table reads empty to SQL until

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from msprof_py.export.db_pages import write_columns
 from msprof_py.export.unified_db_enums import ENUM_TABLES
 
 TABLES: dict[str, list[tuple[str, str]]] = {
@@ -112,16 +113,21 @@ class Rows:
 
 
 def insert_cols(con: sqlite3.Connection, name: str, *cols: Any, created: set[str] | None = None,
-                table: str | None = None) -> None:
+                table: str | None = None, pages: Any = None) -> None:
     """Create table ``name`` (when there are rows and it is not in ``created`` yet) and insert
     int64 columns (arrays, or :class:`Lookup` / :class:`Const` / :class:`Rows` made a chunk at a time) in chunks
-    of rows.  ``table``: into that table of ``name``'s columns (:func:`create_table`)."""
+    of rows.  ``table``: into that table of ``name``'s columns (:func:`create_table`); ``pages``:
+    the table's :class:`msprof_py.export.db_pages.TablePages`, which writes the rows as table
+    pages where it can (:func:`msprof_py.export.db_pages.write_columns`; SQLite's inserts for the
+    rest)."""
     n = len(cols[0]) if cols else 0
     if n == 0:
         return
     create_table(con, name, created, table)
-    for lo in range(0, n, INSERT_CHUNK):
-        insert_lists(con, table or name, [values(c[lo:lo + INSERT_CHUNK], j > 0) for j, c in enumerate(cols)])
+    done = write_columns(con, pages, cols, n) if pages is not None and table is None else 0
+    for lo in range(done, n, INSERT_CHUNK):
+        hi = min(n, lo + INSERT_CHUNK)
+        insert_lists(con, table or name, [values(c[lo:hi], j > 0) for j, c in enumerate(cols)])
 
 
 def values(chunk: np.ndarray, literal: bool = True) -> list[Any] | str:

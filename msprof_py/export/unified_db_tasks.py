@@ -74,8 +74,8 @@ def quoted_shapes(values: Any) -> pd.Categorical:
 
 
 def task_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: StringIds, offset: int,
-               created: set[str]) -> None:
-    """TASK: every row of ``t`` (globalTaskId from ``offset``)."""
+               created: set[str], pages: Any = None) -> None:
+    """TASK: every row of ``t`` (globalTaskId from ``offset``; ``pages``: :func:`insert_cols`')."""
     n = len(t)
     start, dur = i64(t["start_ns"]), i64(t["dur_ns"])
     dev = i64(t["device_id"])
@@ -84,7 +84,7 @@ def task_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: S
                  Rows(n, lambda r: np.arange(offset + r.start, offset + min(r.stop, n), dtype=np.int64)),
                  Const(host_pid(session), n), sid.lookup(*factor(ascend_task_types(t))),
                  i64(t["context_id"]), i64(t["stream_id"]), i64(t["task_id"]), i64(t["model_id"]),
-                 created=created)
+                 created=created, pages=pages)
 
 
 Column = Any  # an int64 array, a factored string column (codes, texts) or one text for every row
@@ -94,9 +94,9 @@ INFO_COLUMNS = ["op_name", "op_type", "task_type", "host_task_type", "device_tas
 
 
 def info_rows(con: sqlite3.Connection, session: Session, t: pd.DataFrame, sid: StringIds, offset: int,
-               created: set[str]) -> None:
-    """COMPUTE_TASK_INFO: the rows of ``t`` msprof has a TaskInfo for."""
-    insert_info(con, info_columns(session, t, offset), sid, created)
+               created: set[str], pages: Any = None) -> None:
+    """COMPUTE_TASK_INFO: the rows of ``t`` msprof has a TaskInfo for (``pages``: :func:`insert_cols`')."""
+    insert_info(con, info_columns(session, t, offset), sid, created, pages)
 
 
 def info_columns(session: Session, t: pd.DataFrame, offset: int) -> list[Column] | None:
@@ -121,11 +121,12 @@ def info_columns(session: Session, t: pd.DataFrame, offset: int) -> list[Column]
             "", factor(as_cat(c["op_state"])), factor(as_cat(c["hf32_eligible"])), "N/A", "N/A"]
 
 
-def insert_info(con: sqlite3.Connection, cols: list[Column] | None, sid: StringIds, created: set[str]) -> None:
+def insert_info(con: sqlite3.Connection, cols: list[Column] | None, sid: StringIds, created: set[str],
+                pages: Any = None) -> None:
     """Insert :func:`info_columns`' rows: "N/A" interned first, then each column's strings in
     column order (the STRING_IDS order of msprof_py's first version of this table)."""
     if cols is not None:
-        insert_cols(con, "COMPUTE_TASK_INFO", *info_ids(cols, sid), created=created)
+        insert_cols(con, "COMPUTE_TASK_INFO", *info_ids(cols, sid), created=created, pages=pages)
 
 
 def build_info(con: sqlite3.Connection, cols: list[Column], sid: StringIds, table: str) -> BuiltInfo:

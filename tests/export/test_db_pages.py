@@ -250,3 +250,31 @@ def test_disk_full_is_sqlites_error(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     n = 5000
     with pytest.raises(sqlite3.OperationalError, match="is full"):
         pages.append(con, [serial(np.arange(n, dtype=np.int64))] * 3)  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("case", ["ints", "object later"])
+def test_insert_cols_through_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """``insert_cols(pages=)`` (TASK, COMPUTE_TASK_INFO): the rows SQLite's inserts give, a
+    constant column and a column made a slice at a time included; a chunk with values the
+    writer does not take (object): the rows before stay pages, SQLite inserts the rest."""
+    from msprof_py.export.unified_db_insert import Const, Rows, insert_cols
+
+    monkeypatch.setattr(db_pages, "COLUMN_ROWS", 100)
+    n = 1000
+    start = np.arange(n, dtype=np.int64) * 1_000_003 + 2**40
+    cols = [start, Rows(n, lambda r: start[r] + 5), Const(3, n),
+            Rows(n, lambda r: (np.arange(r.start, r.stop) - 500).astype(object if r.start >= 300 else np.int64))
+            if case == "object later" else np.arange(n, dtype=np.int64) - 500]
+    got = []
+    for k, pages in enumerate([None, TablePages("TASK")]):
+        con = sqlite3.connect(tmp_path / f"{k}.db")
+        con.execute("PRAGMA journal_mode=OFF")
+        insert_cols(con, "TASK", *cols, *[Const(-1, n)] * 7, pages=pages)
+        if pages is not None:
+            assert pages.state == ("off" if case == "object later" else "on")
+            pages.finish(con)
+        con.commit()
+        _check(con)
+        got.append(con.execute("SELECT rowid, *, typeof(connectionId) FROM TASK").fetchall())
+        con.close()
+    assert got[0] == got[1] and len(got[0]) == n

@@ -215,10 +215,10 @@ def test_db_bytes_do_not_depend_on_when_a_process_is_told(two_devices: Path, tmp
     """Device 0's process inserts its rows into the DB file until the export reaches the next
     device (a moment that differs run to run); the next process inserts the rest first, with the
     same statements: the DB file has the same bytes wherever the cut fell (none, before its
-    COMPUTE_TASK_INFO rows, after a few chunks of TASK_PMU_INFO tasks), TASK_PMU_INFO written as
-    table pages (export.db_pages: ``page_size`` 1 KiB gives it interior pages over leaves made
-    by both processes), the file valid (``PRAGMA integrity_check``), its dump the one written
-    after the text files."""
+    COMPUTE_TASK_INFO rows, after a few chunks of TASK_PMU_INFO tasks), TASK, COMPUTE_TASK_INFO and
+    TASK_PMU_INFO written as table pages (export.db_pages: ``page_size`` 1 KiB gives them interior
+    pages over leaves made by both processes), the file valid (``PRAGMA integrity_check``), its
+    dump the one written after the text files."""
     import hashlib
     import sqlite3
 
@@ -234,7 +234,7 @@ def test_db_bytes_do_not_depend_on_when_a_process_is_told(two_devices: Path, tmp
 
     def finish(self, con):  # type: ignore[no-untyped-def]
         with open(log, "a") as f:  # (in a DB process)
-            f.write(f"{self.state} {self.rows}\n")
+            f.write(f"{self.table} {self.state} {self.rows}\n")
         return real_finish(self, con)
 
     monkeypatch.setattr(db_process, "connect", connect)
@@ -259,9 +259,13 @@ def test_db_bytes_do_not_depend_on_when_a_process_is_told(two_devices: Path, tmp
         assert con.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         assert con.execute("PRAGMA page_size").fetchone() == (page_size,)
         con.close()
-        # every TASK_PMU_INFO row written as pages, completed once (in the last process)
-        rows = sqlite3.connect(db).execute("SELECT count(*) FROM TASK_PMU_INFO").fetchone()[0]
-        assert log.read_text().split() == ["on", str(rows)] and rows > 100
+        # every TASK, COMPUTE_TASK_INFO and TASK_PMU_INFO row written as pages, each table completed once
+        con = sqlite3.connect(db)
+        rows = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("TASK", "COMPUTE_TASK_INFO", "TASK_PMU_INFO")}
+        con.close()
+        assert sorted(log.read_text().splitlines()) == sorted(f"{t} on {n}" for t, n in rows.items())
+        assert min(rows.values()) > 100
         log.unlink()
     assert len(md5) == 1
     monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
