@@ -8,7 +8,16 @@ directly in the PROF dir by an older msprof_py (``PROF_X/msprof_py_cache``) is r
 new one is written, so msprof accepts the dir again.
 
 One file per part (:func:`part_file`): the host tables with the index of the devices, then one
-per device.  Pickle protocol 5 of the DataFrames (no extra dependency, loads 1M tasks well under a second).
+per device.  Pickle protocol 5 of the DataFrames (no extra dependency) with the arrays' bytes out of
+band (:func:`_dump`): a header, the pickle stream, then each array's bytes 64-byte aligned.  A part
+is read back by mapping its file (copy-on-write, ``mmap.ACCESS_COPY``) and unpickling the stream over
+the mapped bytes (:func:`_load`): the numeric columns are the page cache's pages, not a copy of them
+in fresh memory.  Measured on a device of the 1,000,968-task collection with PMU data (210 MB part,
+issue 12 phase 11, benchmarks/RESULTS.md): 0.07-0.12 s of reading (mostly system time) against 4 ms,
+then ~11 ms of page faults over its numeric columns when they are first read.  The mapping lives as
+long as any array over it (closed with the last one); a column written in place is copied page by page
+into the process (private pages, the file is never written).  Where a file cannot be mapped it is
+read into memory and unpickled the same way.
 Keyed by a fingerprint of every raw/metadata file's relative path, size and mtime plus the
 parser version: any change to the raw tree invalidates it.  Written to a temporary name and
 renamed; a PROF dir we cannot write to just means no cache (a warning, never an error).
@@ -16,9 +25,12 @@ renamed; a PROF dir we cannot write to just means no cache (a warning, never an 
 from __future__ import annotations
 
 import hashlib
+import io
+import mmap
 import os
 import pickle
 import shutil
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +39,7 @@ from msprof_py.errors import WarningLog
 from msprof_py.memory import trim
 from msprof_py.raw.files import FILTER_DIRS
 
-PARSER_VERSION = "parse-7+pmu+counters"  # 3: C++-path task times, devices.host_uid; 4: api dur_ticks, before_profiling; 5: per-device parts; 6: tasks.cut_start_ns; 7: C++ connection ids from 1, tasks.thread_id / launch_ns
+PARSER_VERSION = "parse-8+pmu+counters"  # 8: arrays out of band (_dump); 3: C++-path task times, devices.host_uid; 4: api dur_ticks, before_profiling; 5: per-device parts; 6: tasks.cut_start_ns; 7: C++ connection ids from 1, tasks.thread_id / launch_ns
 CACHE_DIR = "msprof_py_cache"
 CACHE_PARENT = "mindstudio_profiler_log"  # in msprof's FILTER_DIRS
 CACHE_FILE = "session.pkl"
@@ -65,12 +77,69 @@ def part_file(name: str) -> str:
     return CACHE_FILE if name == "host" else f"{name}.pkl"
 
 
+MAGIC = b"MSPYOOB1"  # a cache file's first bytes (_dump's layout)
+ALIGN = 64  # each array's bytes start at a multiple of this offset in the file
+_HEAD = struct.Struct("<8sQQ")  # magic, bytes of the pickle stream, number of arrays
+_ENTRY = struct.Struct("<QQ")  # per array: offset in the file, bytes
+
+
+def _dump(f: Any, obj: Any) -> None:
+    """``obj`` pickled (protocol 5) with every contiguous array's bytes out of band: header, table
+    of (offset, size) per buffer, the stream, then the buffers, each at a multiple of ``ALIGN``."""
+    bufs: list[pickle.PickleBuffer] = []
+    out = io.BytesIO()  # (the stream without the arrays' bytes: small)
+    pickle.dump(obj, out, protocol=5, buffer_callback=bufs.append)
+    stream = out.getbuffer()
+    raws = [b.raw() for b in bufs]
+    pos = _HEAD.size + _ENTRY.size * len(raws) + len(stream)
+    table = []
+    for r in raws:
+        pos = -(-pos // ALIGN) * ALIGN
+        table.append((pos, r.nbytes))
+        pos += r.nbytes
+    f.write(_HEAD.pack(MAGIC, len(stream), len(raws)) + b"".join(_ENTRY.pack(o, n) for o, n in table))
+    f.write(stream)
+    at = _HEAD.size + _ENTRY.size * len(raws) + len(stream)
+    for (o, n), r in zip(table, raws):
+        if o > at:
+            f.write(bytes(o - at))
+        f.write(r)
+        at = o + n
+
+
+def _load(f: Any) -> Any:
+    """What :func:`_dump` wrote to the open file ``f``, its arrays over a copy-on-write map of the
+    file (over its bytes read into memory where it cannot be mapped).  ValueError when the file is
+    not one of these or is cut short."""
+    size = os.fstat(f.fileno()).st_size
+    head = f.read(_HEAD.size)
+    if len(head) < _HEAD.size:
+        raise ValueError("not a cache file")
+    magic, stream_len, count = _HEAD.unpack(head)
+    first = _HEAD.size + _ENTRY.size * count
+    if magic != MAGIC or first + stream_len > size:
+        raise ValueError("not a cache file")
+    try:
+        data: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    except (OSError, ValueError):  # (a file system without mmap)
+        f.seek(0)
+        data = bytearray(f.read())
+    view = memoryview(data)
+    if len(view) < size:
+        raise ValueError("cut short")
+    table = [_ENTRY.unpack_from(view, _HEAD.size + _ENTRY.size * i) for i in range(count)]
+    if any(o < first + stream_len or o + n > size for o, n in table):
+        raise ValueError("cut short")
+    return pickle.loads(view[first:first + stream_len], buffers=[view[o:o + n] for o, n in table])
+
+
 def load(prof: Path, key: str, part: str = "host") -> dict[str, Any] | None:
     path = cache_dir(prof) / part_file(part)
     try:
         with open(path, "rb") as f:
-            blob = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
+            blob = _load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError,
+            struct.error, OverflowError, MemoryError):
         return None
     if not isinstance(blob, dict) or blob.get("key") != key:
         return None
@@ -83,7 +152,7 @@ def store(prof: Path, key: str, data: dict[str, Any], warnings: WarningLog, part
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_open(folder / part_file(part)) as f:
-            pickle.dump({"key": key, "data": data}, f, protocol=5)
+            _dump(f, {"key": key, "data": data})
     except OSError as err:
         warnings.warn(f"{prof}: cannot write the parse cache ({err.strerror or err}); parsing again next time")
         return False

@@ -50,12 +50,13 @@ def test_cache_from_another_parser_version_is_ignored(small_prof: Path, monkeypa
 
 
 def test_cache_write_is_atomic_and_leaves_no_temp_files(small_prof: Path, monkeypatch) -> None:
-    import pickle
+    real = cache._dump
 
-    def boom(*a, **k):
+    def boom(f, obj):  # a full disk after part of the file
+        real(f, obj)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(pickle, "dump", boom)
+    monkeypatch.setattr(cache, "_dump", boom)
     s = load(small_prof)
     assert any("cannot write the parse cache" in m for m in s.warnings)
     folder = cache.cache_dir(small_prof)
@@ -85,3 +86,70 @@ def test_cache_is_where_msprof_does_not_look(small_prof: Path) -> None:
     subdirs = {p.name for p in small_prof.iterdir() if p.is_dir()}
     assert subdirs <= {"host", "device_0", "device_1", "mindstudio_profiler_log"}, subdirs
     assert (cache.cache_dir(small_prof) / cache.CACHE_FILE).is_file()
+
+
+def test_part_round_trip_over_a_mapped_file(tmp_path: Path, monkeypatch) -> None:
+    """A part's tables come back equal (values, dtypes, categories) with their arrays over the
+    mapped file (copy-on-write: a column written in place changes neither the file nor the next
+    load); where the file cannot be mapped it is read and gives the same tables."""
+    import mmap
+
+    import numpy as np
+    import pandas as pd
+    from msprof_py.errors import WarningLog
+
+    prof = tmp_path / "PROF_1"
+    prof.mkdir()
+    n = 1000
+    part = {"tasks": pd.DataFrame({"start_ns": np.arange(n, dtype=np.int64) * 7,
+                                   "ratio": np.linspace(0, 1, n), "flag": np.arange(n) % 2 == 0,
+                                   "op": pd.Categorical(["a", "b"] * (n // 2)), "name": ["x"] * n,
+                                   "small": np.arange(n, dtype=np.int8)}),
+            "empty": pd.DataFrame({"a": np.zeros(0, np.int64)}), "note": [1, "two"]}
+    assert cache.store(prof, "k", part, WarningLog(), part="device_0")
+    path = cache.cache_dir(prof) / "device_0.pkl"
+    assert path.read_bytes().startswith(cache.MAGIC)
+    before = path.read_bytes()
+    got = cache.load(prof, "k", "device_0")
+    assert got is not None and got["note"] == [1, "two"]
+    for k in ("tasks", "empty"):
+        pd.testing.assert_frame_equal(got[k], part[k])
+    col = got["tasks"]._mgr.blocks[0].values
+    assert col.flags.writeable
+    got["tasks"].loc[3, "start_ns"] = -1  # written in place: the file and the next load unchanged
+    assert path.read_bytes() == before
+    again = cache.load(prof, "k", "device_0")
+    pd.testing.assert_frame_equal(again["tasks"], part["tasks"])
+    assert cache.load(prof, "other key", "device_0") is None
+    del got, again, col
+
+    def no_map(*a, **k):
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(mmap, "mmap", no_map)
+    read = cache.load(prof, "k", "device_0")
+    pd.testing.assert_frame_equal(read["tasks"], part["tasks"])
+
+
+def test_cut_short_or_foreign_cache_files_are_parsed_again(tmp_path: Path) -> None:
+    import pickle
+
+    import numpy as np
+    import pandas as pd
+    from msprof_py.errors import WarningLog
+
+    prof = tmp_path / "PROF_1"
+    prof.mkdir()
+    part = {"tasks": pd.DataFrame({"a": np.arange(5000, dtype=np.int64)})}
+    assert cache.store(prof, "k", part, WarningLog(), part="device_0")
+    path = cache.cache_dir(prof) / "device_0.pkl"
+    whole = path.read_bytes()
+    for cut in (0, 5, cache._HEAD.size, len(whole) // 2, len(whole) - 1):
+        path.write_bytes(whole[:cut])
+        assert cache.load(prof, "k", "device_0") is None, cut
+    path.write_bytes(pickle.dumps({"key": "k", "data": part}, protocol=5))  # an older version's file
+    assert cache.load(prof, "k", "device_0") is None
+    path.write_bytes(whole[:8] + b"\xff" * 16 + whole[24:])  # absurd sizes in the header
+    assert cache.load(prof, "k", "device_0") is None
+    path.write_bytes(whole)
+    assert cache.load(prof, "k", "device_0")["tasks"]["a"].sum() == sum(range(5000))

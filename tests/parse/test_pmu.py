@@ -248,3 +248,81 @@ def test_cube_usage_formatting_is_printf(xs: list[float]) -> None:
     assert [texts[c] for c in codes] == ["%.3f" % v for v in xs]
     k, fast = pmu_export._fixed3_thousandths(x)  # the in-place rendering where it applies
     assert [t for t, f in zip(csv_texts(Col.fixed3(k)), fast) if f] == ["%.3f" % v for v, f in zip(xs, fast) if f]
+
+
+def _compute_as_before(metric_set, counters, events, total_cycle, total_time, bw_freq_hz):  # type: ignore[no-untyped-def]
+    """``M.compute`` as it was written before its ratio columns were shared with the time columns
+    (every ratio computed again, not in place): the reference the test below holds it to."""
+    n = len(total_cycle)
+    cyc = np.asarray(total_cycle, np.float64)
+    has_cyc = cyc != 0
+    safe = np.where(has_cyc, cyc, 1.0)
+    counters = np.asarray(counters, np.float64).reshape(n, -1) if n else np.zeros((0, 8))
+
+    def reg(r):  # type: ignore[no-untyped-def]
+        if r in events:
+            i = events.index(r)
+            if i < counters.shape[1]:
+                return counters[:, i]
+        return np.zeros(n)
+
+    def ratio(m):  # type: ignore[no-untyped-def]
+        acc = np.zeros(n)
+        for r in m.regs:
+            acc = acc + m.scale * reg(r) / safe
+        return np.where(has_cyc, acc, 0.0)
+
+    out = {}
+    for m in M.CALCULATORS[metric_set]:
+        if m.kind == "ratio":
+            out[m.name] = ratio(m)
+        elif m.kind == "time":
+            out[m.name] = np.asarray(total_time, np.float64) * ratio(m)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(M.CALCULATORS)), st.integers(0, 40), st.integers(0, 2**32), st.booleans())
+def test_compute_ratio_and_time_columns_as_before(metric_set: str, n: int, seed: int, huge: bool) -> None:
+    """Every ratio / time column of every calculator set: the same bits as before, and each output
+    column an array of its own (the PMU table zeroes columns in place); zero cycles, NaN / inf
+    times and counters near 2**64 included."""
+    rng = np.random.default_rng(seed)
+    counters = rng.integers(0, 2**63 if huge else 10**6, size=(n, 8), dtype=np.uint64).astype(np.float64)
+    cyc = rng.integers(0, 10**7, size=n).astype(np.float64)
+    cyc[rng.random(n) < 0.3] = 0
+    t = rng.random(n) * 100
+    t[rng.random(n) < 0.1] = np.nan
+    t[rng.random(n) < 0.05] = np.inf
+    events = tuple(int(e) for e in rng.permutation(sorted({r for m in M.CALCULATORS[metric_set] for r in m.regs}
+                                                          | {1, 2, 3}))[:8])
+    with np.errstate(invalid="ignore", over="ignore"):  # (inf x 0 -> NaN, as before)
+        got = M.compute(metric_set, counters, events, cyc, t, 1.8e9)
+        want = _compute_as_before(metric_set, counters, events, cyc, t, 1.8e9)
+    for name, v in want.items():
+        assert got[name].tobytes() == v.tobytes(), name
+    arrays = list(got.values())
+    assert len({id(a) for a in arrays}) == len(arrays)
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
+
+
+def test_pmu_signature_columns_with_a_value_as_dropna() -> None:
+    """``pmu_signature``'s third part is the columns ``dropna(axis=1, how="all")`` keeps (a
+    column with at least one value), found column by column instead of from a copy of the table."""
+    from msprof_py.parse.source import pmu_signature
+
+    def before(p: pd.DataFrame) -> tuple:  # type: ignore[type-arg]
+        return (tuple(p.columns), tuple(str(t) for t in p.dtypes), tuple(p.dropna(axis=1, how="all").columns))
+
+    nan = float("nan")
+    frames = [
+        pd.DataFrame({"device_id": [0, 0, 0], "a": [nan, nan, nan], "b": [nan, 1.0, nan], "c": [1.0, 2.0, 3.0]}),
+        pd.DataFrame({"x": [None, None], "y": [None, "s"], "z": pd.array([pd.NA, 1], dtype="Int64"),
+                      "w": pd.array([pd.NA, pd.NA], dtype="Int64")}),
+        pd.DataFrame([[nan, 1.0, nan], [nan, 2.0, nan]], columns=["d", "d", "e"]),  # a repeated name
+        pd.DataFrame({"t": pd.to_datetime([None, None]), "u": pd.Categorical([None, "k"])}),
+    ]
+    for p in frames:
+        assert pmu_signature(p) == before(p)
+    assert pmu_signature(frames[0])[2] == ("device_id", "b", "c")
+    assert pmu_signature(pd.DataFrame(columns=["a"])) is None

@@ -180,18 +180,30 @@ def compute(metric_set: str, counters: np.ndarray, events: tuple[int, ...], tota
                 return counters[:, i]
         return np.zeros(n)
 
+    no_cyc = ~has_cyc
+
     def ratio(m: Metric) -> np.ndarray:
+        # = np.where(has_cyc, sum of m.scale * reg(r) / safe, 0.0), the same operations in place
         acc = np.zeros(n)
         for r in m.regs:
-            acc = acc + m.scale * reg(r) / safe
-        return np.where(has_cyc, acc, 0.0)
+            x = np.multiply(m.scale, reg(r))
+            np.divide(x, safe, out=x)
+            np.add(acc, x, out=acc)
+        acc[no_cyc] = 0.0
+        return acc
 
+    # a time column's ratio is the next ratio column's (msprof's sets list them in pairs): made once,
+    # handed to that column (each output column stays an array of its own)
+    made: dict[tuple[tuple[int, ...], float], np.ndarray] = {}
     out: dict[str, np.ndarray] = {}
     for m in CALCULATORS[metric_set]:
         if m.kind == "ratio":
-            v = ratio(m)
+            v = made.pop((m.regs, m.scale), None)
+            if v is None:
+                v = ratio(m)
         elif m.kind == "time":
-            v = np.asarray(total_time, np.float64) * ratio(m)
+            made[(m.regs, m.scale)] = r = ratio(m)
+            v = np.asarray(total_time, np.float64) * r
         elif m.kind == "div":
             a, b = reg(m.regs[0]), reg(m.regs[1])
             ok = has_cyc & (a != 0) & (b != 0)
