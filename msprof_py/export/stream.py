@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -96,7 +96,9 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
             if state.db is not None:
                 done[db[0]] = state.db_result()
                 bar.update(1)
-        except BaseException:
+            state.settle_later()  # the last device's copied-layer files (Stream.run)
+        except BaseException as err:
+            state.later.abort(err)
             source.settle(quiet=True)
             raise
         finally:
@@ -141,6 +143,9 @@ class Stream:
     parallel: bool = False
     db: DbProcesses | DbThread | None = None  # the DB beside the text writers, fed the devices' sessions
     per_device: Callable[[Path, int, Session], None] | None = None  # given each device's session after its files
+    # files of copied layers still being written on their threads (atomic.Later; ctx.later while
+    # a device's jobs run): settled before the next fork (a device's DB process) and at the end
+    later: Later = field(default_factory=Later)
 
     def what(self, dev: int | None) -> str:
         return f"exporting device {dev} of {self.prof}" if dev is not None else f"writing the DB of {self.prof}"
@@ -175,6 +180,14 @@ class Stream:
                        lambda: ex.write_parts(self.source.host, feed.sessions, feed.count, self.prof, self.naming,
                                               feed))
 
+    def settle_later(self) -> None:
+        """Complete the files still written on their threads (:attr:`later`); a write error is
+        the one line :func:`run_job` gives."""
+        try:
+            self.later.settle()
+        except OSError as err:
+            raise write_error(err, self.out_dir) from None
+
     def run(self, dev: int | None) -> dict[int, Done]:
         ctx = self.ctx
         if self.parallel and ctx.scratch is not None:  # a worker: scratch files of its own
@@ -187,6 +200,8 @@ class Stream:
                             lambda: stream_db(ex, self.source, self.prof, self.naming))}
         # a device id of the info files without a device dir (the host's) has no device rows
         db = self.db if dev in self.source.devices else None
+        if isinstance(db, DbProcesses):
+            self.settle_later()  # (no writer thread of the export at the fork of this device's process)
         if isinstance(db, DbThread):
             db.feed.wait_room()  # one device's tables in memory at a time
         elif db is not None:
@@ -198,31 +213,29 @@ class Stream:
             db.put(session)  # the DB's process applies db_view itself (a later device's: read after settle())
             self.source.release()  # the cache's store held for the first fork (finish(hold=True)): beside the files
         # the device's files of copied layers complete on their writers' threads while the next
-        # files are written; all of them before the device's session is let go (and before the
-        # next device's DB process is forked: no thread of the export runs at a fork)
-        ctx.later = later = Later()
+        # files (the advice, the next device's, the host's) are written: see settle_later
+        ctx.later = self.later
+        # a device before the last: its DB process told once the files are written, so that it hands
+        # over and ends while the advice runs, and waited for before this device's tables go (its pages
+        # shared with this process are then never its own alone: no jump of its PSS beside the next
+        # device's)
+        told = isinstance(db, DbProcesses) and dev != self.source.devices[-1]
         try:
             out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
                    for i, (ex, d) in enumerate(self.jobs) if d == dev}
-            try:
-                later.settle()
-            except OSError as err:  # one line naming the file, as run_job words it
-                raise write_error(err, self.out_dir) from None
+            if told:
+                db.let_go()
+            if self.per_device is not None and dev in self.source.devices:
+                self.per_device(self.prof, dev, session)
+            if told:
+                db.wait_room()
+            if self.parallel:
+                self.settle_later()  # (a worker process: its files complete before it reports)
         except BaseException as err:
-            later.abort(err)
+            self.later.abort(err)
             raise
         finally:
             ctx.later = None
-        # a device before the last: its DB process told now, so that it hands over and ends while the
-        # advice runs, and waited for before this device's tables go (its pages shared with this
-        # process are then never its own alone: no jump of its PSS beside the next device's)
-        told = isinstance(db, DbProcesses) and dev != self.source.devices[-1]
-        if told:
-            db.let_go()
-        if self.per_device is not None and dev in self.source.devices:
-            self.per_device(self.prof, dev, session)
-        if told:
-            db.wait_room()
         del session
         trim()
         return out

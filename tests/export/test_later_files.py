@@ -139,3 +139,39 @@ def test_a_failure_after_a_later_file_removes_it(two_devices: Path, tmp_path: Pa
         export(prof, ExportOptions())
     assert names and _leftovers(prof) == [] and not _writers()
     assert not any((prof / "mindstudio_profiler_output" / n).exists() for n in names)
+
+
+def test_later_files_settle_before_each_fork_and_at_the_end(two_devices: Path, tmp_path: Path,  # noqa: F811
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device's copied-layer files go on beside its advice and the next device's read-back; they
+    are complete before the next device's DB process is forked (no writer thread at a fork) and the
+    last device's before the export ends (beside the host-side files and the DB's last process)."""
+    from msprof_py.export import db_process
+
+    events: list[tuple[str, str]] = []
+    real_add, real_settle, real_put = atomic.Later.add, atomic.Later.settle, db_process.DbProcesses.put
+
+    def add(self, path, w, stack):  # type: ignore[no-untyped-def]
+        events.append(("add", path.name))
+        real_add(self, path, w, stack)
+
+    def settle(self):  # type: ignore[no-untyped-def]
+        if self:
+            events.append(("settle", ",".join(sorted(p.name for p, _, _ in self._files))))
+        real_settle(self)
+
+    def put(self, session):  # type: ignore[no-untyped-def]
+        events.append(("fork", str(len(self.procs))))
+        assert not _writers()
+        real_put(self, session)
+
+    monkeypatch.setattr(atomic.Later, "add", add)
+    monkeypatch.setattr(atomic.Later, "settle", settle)
+    monkeypatch.setattr(db_process.DbProcesses, "put", put)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    prof = Path(shutil.copytree(two_devices, tmp_path / two_devices.name))
+    export(prof, ExportOptions())
+    assert [e for e in events if e[0] != "add"] == [
+        ("fork", "0"), ("settle", "task_time_0.json,thread_group_0.json"), ("fork", "1"),
+        ("settle", "task_time_1.json,thread_group_1.json")]
+    assert _leftovers(prof) == [] and not _writers()
