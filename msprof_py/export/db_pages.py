@@ -52,10 +52,11 @@ from typing import Any
 
 import numpy as np
 
-from msprof_py.memory import M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES, _glibc
+from msprof_py.memory import M_TRIM_THRESHOLD, _glibc
 
 _LEN = np.array([0, 1, 2, 3, 4, 6, 8, 8, 0, 0], np.uint8)  # bytes of a value of serial type 0..9
 _KEPT: list[bool] = []  # heap_kept in force (an outer one restores the threshold)
+KEEP_BYTES = 16 << 20  # free heap heap_kept keeps: a chunk's temporaries (~5-10 MB)
 _TOP = 1 << 56  # rowids and sizes here are below (varints of at most 8 bytes)
 
 Serial = tuple[np.ndarray, np.ndarray]
@@ -316,14 +317,18 @@ class TablePages:
 
     @contextmanager
     def heap_kept(self) -> Iterator[None]:
-        """Freed heap kept (not handed back to the system) while rows are made: each chunk's
-        temporaries reuse the last's pages instead of touching fresh ones (a page fault each,
-        and more on a VM).  Only in a process whose threshold is known (``trim_after``)."""
+        """Up to :data:`KEEP_BYTES` of freed heap kept (not handed back to the system) while rows
+        are made: each chunk's temporaries reuse the last's pages instead of touching fresh ones
+        (a page fault each, and more on a VM: ~1/3 of the writer's time in a micro-bench).  The
+        heap's free holes are handed back first (``malloc_trim``: on B' the last DB process's
+        PMU matching had left ~40 MB of them) and at the end.  Only in a process whose
+        threshold is known (``trim_after``: a DB process's)."""
         libc = _glibc() if self.trim_after is not None and not _KEPT else None
         if libc is None:
             yield
             return
-        libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+        libc.malloc_trim(0)  # (the holes the caller's temporaries left first: kept from here on otherwise)
+        libc.mallopt(M_TRIM_THRESHOLD, KEEP_BYTES)
         _KEPT.append(True)
         try:
             yield
@@ -438,7 +443,7 @@ class TablePages:
             raise
 
 
-COLUMN_ROWS = 32_768  # rows made pages at a time by write_columns (TASK's 11 / COMPUTE_TASK_INFO's 17 columns: ~8 MB)
+COLUMN_ROWS = 16_384  # rows made pages at a time by write_columns (TASK's 11 / COMPUTE_TASK_INFO's 17 columns: ~5 MB)
 
 
 def write_columns(con: sqlite3.Connection, pages: TablePages, cols: Any, n: int) -> int:
