@@ -204,16 +204,9 @@ class Stream:
             self.settle_later()  # (no writer thread of the export at the fork of this device's process)
         if isinstance(db, DbThread):
             db.feed.wait_room()  # one device's tables in memory at a time
-        elif db is not None and self.source.cached:
-            # the previous device's process told first: it hands over and ends while this device's
-            # part is read back from the parse cache (its pages and this part together stay below the
-            # export's peak in a device's files; a device decoded again is not read beside it)
-            db.let_go()
         elif db is not None:
-            db.wait_room()
+            db.wait_room()  # (the previous device's process: ended at the end of that device, below)
         session = self.source.device(dev) if dev in self.source.devices else self.source.host
-        if isinstance(db, DbProcesses):
-            db.wait_room()  # (one device's process at a time: the DB file's turn, the memory)
         if isinstance(db, DbThread):
             db.feed.put(db_view(session, self.cats))
         elif db is not None:
@@ -222,11 +215,20 @@ class Stream:
         # the device's files of copied layers complete on their writers' threads while the next
         # files (the advice, the next device's, the host's) are written: see settle_later
         ctx.later = self.later
+        # a device before the last: its DB process told once the files are written, so that it hands
+        # over and ends while the advice runs, and waited for before this device's tables go (its pages
+        # shared with this process are then never its own alone: no jump of its PSS beside the next
+        # device's)
+        told = isinstance(db, DbProcesses) and dev != self.source.devices[-1]
         try:
             out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
                    for i, (ex, d) in enumerate(self.jobs) if d == dev}
+            if told:
+                db.let_go()
             if self.per_device is not None and dev in self.source.devices:
                 self.per_device(self.prof, dev, session)
+            if told:
+                db.wait_room()
             if self.parallel:
                 self.settle_later()  # (a worker process: its files complete before it reports)
         except BaseException as err:

@@ -1,8 +1,8 @@
-"""When a streamed export lets the previous device's DB process go (export.stream, db_process):
-it is told before the next device's part is read back from the parse cache (it hands over and
-ends meanwhile) and has ended before the next process is forked; when the part is not in the
-cache (the cache could not be written: the device is decoded again) the export waits for it
-first, so a decode never runs beside it.  The outputs are the same either way."""
+"""When a streamed export lets a device's DB process go (export.stream, db_process): a device
+before the last has its process told once its files are written, before the advice of that
+device runs (it hands over and ends meanwhile), and ended before that device's tables are let go
+of and the next device is read (from the parse cache, or decoded again when the cache could not
+be written) and its process forked.  The outputs are the same as the DB written after the text."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,13 +48,14 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return events
 
 
-def test_previous_process_told_before_the_next_part_is_read(two_devices: Path, tmp_path: Path,  # noqa: F811
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_process_told_before_the_advice_and_ended_before_the_next_device(two_devices: Path, tmp_path: Path,  # noqa: F811
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     events = _record(monkeypatch)
     prof = _copy(two_devices, tmp_path / "p")
-    export(prof, ExportOptions())
-    # device 0: read, forked; device 1: device 0's process told, device 1 read, that process ended, forked
-    assert events[:7] == ["read 0", "fork", "told", "read 1", "ended", "fork", "ended"]
+    export(prof, ExportOptions(), per_device=lambda p, d, s: events.append(f"advice {d}"))
+    # device 0: read, forked, told after its files, its advice, ended; device 1: read, forked, advice;
+    # its process ends with the DB
+    assert events == ["read 0", "fork", "told", "advice 0", "ended", "read 1", "fork", "advice 1", "ended", "told"]  # (told last: stop)
     monkeypatch.undo()
     monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
     after = _copy(two_devices, tmp_path / "a")
@@ -74,7 +75,7 @@ def test_without_the_cache_the_previous_process_ends_before_a_device_is_decoded(
     prof = _copy(two_devices, tmp_path / "p")
     result = export(prof, ExportOptions())
     assert any("cannot write the parse cache" in m for m in result.warnings.messages)
-    assert events[:6] == ["read 0", "fork", "told", "ended", "read 1", "fork"]
+    assert events[:6] == ["read 0", "fork", "told", "ended", "read 1", "fork"]  # (no advice given here)
     monkeypatch.undo()
     monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0")
     after = _copy(two_devices, tmp_path / "a")
