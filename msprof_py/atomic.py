@@ -17,8 +17,8 @@ the page cache (``write()`` releases the GIL), so a long export keeps both cores
 queued for that thread are bounded (:mod:`msprof_py.chunk_writer`) and a failed write is raised in
 the producer, with the same message and clean-up as a write made there.
 
-A leaf module: only the standard library, :mod:`msprof_py.errors` and :mod:`msprof_py.chunk_writer`,
-so every stage may use it.
+A leaf module: only the standard library, :mod:`msprof_py.errors` and :mod:`msprof_py.chunk_writer`
+(with :mod:`msprof_py.direct_io`), so every stage may use it.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""msprof_py.chunk_writer's staged writes: whole aligned blocks with O_DIRECT, the rest buffered,
-other files' ranges read back with O_DIRECT; the bytes are what plain writes give, whatever the
-chunk sizes, the file system's answer or the disk's speed."""
+"""msprof_py.direct_io's staged writes (through chunk_writer's writers): whole aligned blocks with
+O_DIRECT, the rest buffered, other files' ranges read back with O_DIRECT; the bytes are what plain
+writes give, whatever the chunk sizes, the file system's answer or the disk's speed."""
 from __future__ import annotations
 
 import errno
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from msprof_py import atomic, chunk_writer
+from msprof_py import atomic, chunk_writer, direct_io
 
 O_DIRECT = getattr(os, "O_DIRECT", 0)
 
@@ -26,10 +26,10 @@ O_DIRECT = getattr(os, "O_DIRECT", 0)
 def small_stage(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stages of 64 KiB (the pool's buffers may be bigger: only the first STAGE_BYTES are used)
     and a fresh speed record, so a few hundred KB cross many blocks."""
-    monkeypatch.setattr(chunk_writer, "STAGE_BYTES", 64 << 10)
-    monkeypatch.setattr(chunk_writer._Stats, "rates", deque(maxlen=chunk_writer._Stats.rates.maxlen))
-    monkeypatch.setattr(chunk_writer._Stats, "slow", False)
-    monkeypatch.setenv(chunk_writer.DIRECT_ENV, "1")  # direct writes are opt-in
+    monkeypatch.setattr(direct_io, "STAGE_BYTES", 64 << 10)
+    monkeypatch.setattr(direct_io._Stats, "rates", deque(maxlen=direct_io._Stats.rates.maxlen))
+    monkeypatch.setattr(direct_io._Stats, "slow", False)
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "1")  # direct writes are opt-in
 
 
 def _direct_supported(folder: Path) -> bool:
@@ -120,16 +120,16 @@ def test_no_direct_writes_when_switched_off_or_the_disk_is_slow(tmp_path: Path,
     log: list[tuple[int, int, bool]] = []
     _spy_open(monkeypatch, log)
     data = np.frombuffer(random.Random(5).randbytes(500_000), np.uint8)
-    monkeypatch.setenv(chunk_writer.DIRECT_ENV, "0")
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "0")
     with atomic.atomic_writer(tmp_path / "a.bin") as w:
         w.write(data)
-    monkeypatch.setenv(chunk_writer.DIRECT_ENV, "1")
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "1")
     for k in range(31):  # a busy machine: some writes wait for a core; the median is fast
-        chunk_writer._Stats.add(4 << 20, 1.0 if k % 3 == 0 else 0.002)
-    assert not chunk_writer._Stats.slow and chunk_writer.direct_io_on()
+        direct_io._Stats.add(4 << 20, 1.0 if k % 3 == 0 else 0.002)
+    assert not direct_io._Stats.slow and direct_io.direct_io_on()
     for _ in range(16):  # a slow disk: most writes are slow
-        chunk_writer._Stats.add(4 << 20, 0.1)
-    assert chunk_writer._Stats.slow and not chunk_writer.direct_io_on()
+        direct_io._Stats.add(4 << 20, 0.1)
+    assert direct_io._Stats.slow and not direct_io.direct_io_on()
     with atomic.atomic_writer(tmp_path / "b.bin") as w:
         w.write(data)
     assert log and not any(d for _, _, d in log)
@@ -179,12 +179,12 @@ def test_a_copy_past_the_end_of_its_source_is_an_error(tmp_path: Path) -> None:
 
 
 def test_staging_buffers_are_reused(tmp_path: Path) -> None:
-    before = len(chunk_writer._POOL._free)
+    before = len(direct_io._POOL._free)
     for name in "abc":
         with atomic.atomic_writer(tmp_path / name) as w:
             w.write(b"z" * 200_000)
             w.copy(tmp_path / "a" if name != "a" else __file__, 0, 1000)
-    assert len(chunk_writer._POOL._free) <= max(before, 3)  # a stage and a reader's two buffers
+    assert len(direct_io._POOL._free) <= max(before, 3)  # a stage and a reader's two buffers
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -215,14 +215,14 @@ def test_an_abort_stops_a_copy_under_way(tmp_path: Path, monkeypatch: pytest.Mon
     src = tmp_path / "src.bin"
     src.write_bytes(b"s" * 4_000_000)
     blocks: list[int] = []
-    real = chunk_writer._Sink.write
+    real = direct_io._Sink.write
 
     def slow_write(self: Any, buf: Any) -> None:
         blocks.append(len(memoryview(buf)))
         time.sleep(0.05)
         real(self, buf)
 
-    monkeypatch.setattr(chunk_writer._Sink, "write", slow_write)
+    monkeypatch.setattr(direct_io._Sink, "write", slow_write)
     with pytest.raises(KeyboardInterrupt):
         with atomic.atomic_writer(tmp_path / "out.bin") as w:
             w.copy(src, 0, 4_000_000)  # ~60 blocks of 64 KiB, 3 s at this pace
@@ -235,9 +235,9 @@ def test_an_abort_stops_a_copy_under_way(tmp_path: Path, monkeypatch: pytest.Mon
 def test_direct_writes_are_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without MSPROF_PY_DIRECT_IO=1 every write goes through the page cache (the quicker default
     on a quiet machine: the export does not wait for the disk)."""
-    monkeypatch.delenv(chunk_writer.DIRECT_ENV, raising=False)
-    assert not chunk_writer.direct_io_on()
-    monkeypatch.setenv(chunk_writer.DIRECT_ENV, "0")
-    assert not chunk_writer.direct_io_on()
-    monkeypatch.setenv(chunk_writer.DIRECT_ENV, "1")
-    assert chunk_writer.direct_io_on() == (bool(O_DIRECT) and chunk_writer.fcntl is not None)
+    monkeypatch.delenv(direct_io.DIRECT_ENV, raising=False)
+    assert not direct_io.direct_io_on()
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "0")
+    assert not direct_io.direct_io_on()
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "1")
+    assert direct_io.direct_io_on() == (bool(O_DIRECT) and direct_io.fcntl is not None)

@@ -313,7 +313,7 @@ class TablePages:
         self.root = 0
         self.page_size = 0
         self.pend: list[Serial] | None = None  # the rows of the last leaf, not written yet
-        self.leaves: list[np.ndarray] = []  # [page numbers, largest rowids] per written run of leaves
+        self.levels: list[np.ndarray] = []  # per level of interior pages: [pages, largest rowids] of its children not in one yet
 
     @contextmanager
     def heap_kept(self) -> Iterator[None]:
@@ -371,7 +371,7 @@ class TablePages:
 
     def append(self, con: sqlite3.Connection, cols: list[Serial]) -> None:
         """Rows ``rows + 1 ...`` of columns ``cols`` (:func:`serial` of each); their full leaves
-        written after the file's last page."""
+        written after the file's last page (and each interior page as soon as it is full)."""
         n = len(cols[0][0])
         if not n:
             return
@@ -383,11 +383,30 @@ class TablePages:
         data, used, keys = leaves(first, cols, self.page_size, last=False)
         if used:
             page = self._write(con, data)
-            self.leaves.append(np.stack((np.arange(page, page + len(keys), dtype=np.int64), keys)))
+            self._add(con, 0, np.arange(page, page + len(keys), dtype=np.int64), keys)
         self.pend = [(st[used:].copy(), bits[used:].copy()) for st, bits in cols]
 
+    def _add(self, con: sqlite3.Connection, k: int, pages: np.ndarray, keys: np.ndarray) -> None:
+        """Children ``pages`` (largest rowids ``keys``) for level ``k`` of interior pages; each of
+        its pages written once it is full and two children wait after it (the greedy split of
+        :func:`interiors` over all of them gives the same page: no lone child at the end), so
+        the state is a few pages' children per level, whatever the table's size."""
+        if len(self.levels) == k:
+            self.levels.append(np.zeros((2, 0), np.int64))
+        level = np.concatenate((self.levels[k], np.stack((pages, keys))), axis=1)
+        while True:
+            need = np.cumsum(6 + _varint_len(level[1]))
+            c = int(need.searchsorted(self.page_size - 12, side="right"))  # cells 0 .. c - 1, right-most child c
+            if level.shape[1] < c + 3:
+                break
+            (node,), _ = interiors(level[0][:c + 1], level[1][:c + 1], self.page_size)
+            page = self._write(con, node)
+            self._add(con, k + 1, np.array([page], np.int64), level[1][c:c + 1].copy())
+            level = level[:, c + 1:]
+        self.levels[k] = level.copy()
+
     def finish(self, con: sqlite3.Connection) -> None:
-        """The last leaf, the interior pages and the root: the table complete (SQLite's from now on)."""
+        """The last leaf, the interior pages left and the root: the table complete (SQLite's from now on)."""
         if self.state != "on":
             self.state = "off"
             return
@@ -397,20 +416,26 @@ class TablePages:
         assert self.pend is not None
         data, _, keys = leaves(self.rows - len(self.pend[0][0]) + 1, self.pend, self.page_size, last=True)
         self.pend = None
-        if not self.leaves and len(keys) == 1:
+        if not self.levels and len(keys) == 1:
             self._write(con, data, root=True)
             return
         page = self._write(con, data)
-        level = np.concatenate(self.leaves + [np.stack((np.arange(page, page + len(keys), dtype=np.int64), keys))],
-                               axis=1)
-        self.leaves = []
+        self._add(con, 0, np.arange(page, page + len(keys), dtype=np.int64), keys)
+        k = 0
         while True:
+            level = self.levels[k]
             nodes, last = interiors(level[0], level[1], self.page_size)
-            if len(nodes) == 1:
+            if k == len(self.levels) - 1 and len(nodes) == 1:
                 self._write(con, nodes[0], root=True)
+                self.levels = []
                 return
             page = self._write(con, b"".join(nodes))
-            level = np.stack((np.arange(page, page + len(nodes), dtype=np.int64), level[1][last]))
+            if k == len(self.levels) - 1:
+                self.levels.append(np.zeros((2, 0), np.int64))
+            up = self.levels[k + 1]
+            self.levels[k + 1] = np.concatenate(
+                (up, np.stack((np.arange(page, page + len(nodes), dtype=np.int64), level[1][last]))), axis=1)
+            k += 1
 
     def _write(self, con: sqlite3.Connection, pages: Any, root: bool = False) -> int:
         """Write ``pages`` (bytes of whole pages) after the file's last page (``root``: the one page into the root);

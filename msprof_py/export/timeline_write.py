@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from msprof_py.atomic import atomic_writer
-from msprof_py.chunk_writer import _copy_into
+from msprof_py.direct_io import _copy_into
 from msprof_py.export.base import ExportContext
 from msprof_py.export.timeline_model import SEPARATOR, FileRange, Timeline
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from msprof_py import atomic, chunk_writer
+from msprof_py import atomic, direct_io
 from msprof_py.cli import cli
 from msprof_py.export import ExportOptions, export
 from msprof_py.export import timeline_model
@@ -51,7 +51,7 @@ def test_a_full_disk_during_a_later_copy_is_one_line_and_leaves_nothing(tmp_path
         fp.write(b"x" * 100)
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(chunk_writer, "_copy_into", full)
+    monkeypatch.setattr(direct_io, "_copy_into", full)
     src = tmp_path / "src.bin"
     src.write_bytes(b"y" * 1000)
     later = atomic.Later()
@@ -108,7 +108,7 @@ def test_a_full_disk_in_a_later_copy_is_one_line(two_devices: Path, tmp_path: Pa
         fp.write(b"x" * 10)
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(chunk_writer, "_copy_into", copy)  # (every copy: the first later file's fails first)
+    monkeypatch.setattr(direct_io, "_copy_into", copy)  # (every copy: the first later file's fails first)
     prof = Path(shutil.copytree(two_devices, tmp_path / two_devices.name))
     res = CliRunner().invoke(cli, ["export", "--output", str(prof)])
     assert res.exit_code != 0 and isinstance(res.exception, SystemExit), res.output
