@@ -1,11 +1,13 @@
 """Rows of a big unified-DB table written as SQLite table B-tree pages, without SQLite's inserts.
 
-Why: TASK_PMU_INFO has ~27 M rows on the 1M-task collection B'; through ``sqlite3``'s
-``executemany`` each row cost ~113 ns (SQLite 41 %, CPython 23 %, kernel 16 %, libc mutexes 11 %;
-SQLite's settings gave nothing, benchmarks/RESULTS.md issue 12 phase 10), and the last DB
-process's own rows ran alone after the text files.  Here a chunk of rows becomes its records,
-cells and leaf pages in numpy, and the pages are appended to the file (benchmarks/RESULTS.md,
-issue 12 phase 11 "pages": the figures).
+Why: TASK_PMU_INFO has ~27 M rows on the 1M-task collection B' (TASK and COMPUTE_TASK_INFO ~1 M
+each); through ``sqlite3``'s ``executemany`` each row cost ~113-127 ns (SQLite 41 %, CPython 23 %,
+kernel 16 %, libc mutexes 11 %; SQLite's settings gave nothing, benchmarks/RESULTS.md issue 12
+phase 10), and the last DB process's own rows ran alone after the text files.  Here a chunk of
+rows becomes its records, cells and leaf pages in numpy, and the pages are appended to the file:
+~64 ns a TASK_PMU_INFO row (5 M rows in a DB process's malloc settings: 0.32 s CPU against
+0.59-0.64 s), and on B' the DB processes' CPU 2.6-3.0 s against 4.6-5.0 s, the DB done with the
+text files instead of 1.2-2.8 s after them (benchmarks/RESULTS.md, issue 12 phase 11 "pages").
 
 It relies on these facts of SQLite's file format (https://www.sqlite.org/fileformat2.html),
 checked against SQLite by tests/export/test_db_pages.py (the same rows through ``executemany``
@@ -35,8 +37,9 @@ and through here: the same ``SELECT rowid, *, typeof(..)``, ``PRAGMA integrity_c
 
 Rows go in rowid order (1, 2, ...) into a table that is empty when the first rows come
 (:class:`TablePages`).  Leaves are written as they fill (the last, partly filled, kept: it is
-state that pickles, for the next DB process); the interior pages and the root when the table is
-complete (:meth:`TablePages.finish`); until then the table reads as empty to SQL, so nothing
+state that pickles, for the next DB process), and so are the interior pages (a few pages'
+children per level kept); the rest of them and the root when the table is complete
+(:meth:`TablePages.finish`); until then the table reads as empty to SQL, so nothing
 may read or write it through SQLite in between.  The pages depend only on the rows, not on how
 they were split into chunks.  Where a table or its values do not fit (:meth:`TablePages.usable`,
 :func:`serial`: None), the caller inserts through SQLite instead (after :meth:`finish` of the
