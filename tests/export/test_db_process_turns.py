@@ -82,3 +82,29 @@ def test_without_the_cache_the_previous_process_ends_before_a_device_is_decoded(
     export(after, ExportOptions())
     log = "mindstudio_profiler_log/msprof_py_export.log"  # (it has the cache's warning)
     assert {k: v for k, v in _outputs(prof).items() if k != log} == {k: v for k, v in _outputs(after).items() if k != log}
+
+
+def test_last_device_kept_until_its_db_process_has_ended(two_devices: Path, tmp_path: Path,  # noqa: F811
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last device's session is let go of only once the DB's processes have ended (its pages
+    never become the last process's alone while both live); a device before the last goes at its
+    end, after its process ended."""
+    import gc
+    import weakref
+
+    refs: dict[int, weakref.ref] = {}
+    alive_at_result: list[bool] = []
+    real_result = db_process.DbProcesses.result
+
+    def result(self):  # type: ignore[no-untyped-def]
+        gc.collect()
+        alive_at_result.extend([refs[0]() is not None, refs[1]() is not None])
+        return real_result(self)
+
+    monkeypatch.setattr(db_process.DbProcesses, "result", result)
+    monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
+    prof = _copy(two_devices, tmp_path / "p")
+    export(prof, ExportOptions(), per_device=lambda p, d, s: refs.setdefault(d, weakref.ref(s)))
+    gc.collect()
+    assert alive_at_result == [False, True]
+    assert refs[1]() is None
