@@ -9,13 +9,13 @@ new one is written, so msprof accepts the dir again.
 
 One file per part (:func:`part_file`): the host tables with the index of the devices, then one
 per device.  Pickle protocol 5 of the DataFrames (no extra dependency) with the arrays' bytes out of
-band (:func:`_dump`): a header, the pickle stream, then each array's bytes 64-byte aligned.  A part
+band (:func:`_dump`): a header, the pickle stream, then each array's bytes page aligned.  A part
 is read back by mapping its file (copy-on-write, ``mmap.ACCESS_COPY``) and unpickling the stream over
 the mapped bytes (:func:`_load`): the numeric columns are the page cache's pages, not a copy of them
 in fresh memory.  Measured on a device of the 1,000,968-task collection with PMU data (210 MB part,
 issue 12 phase 11, benchmarks/RESULTS.md): 0.07-0.12 s of reading (mostly system time) against 4 ms,
-then ~11 ms of page faults over its numeric columns when they are first read.  The mapping lives as
-long as any array over it (closed with the last one); a column written in place is copied page by page
+then ~11 ms of page faults over its numeric columns when they are first read.  Each array has a map of
+its own, which lives as long as the array (a map of the whole file lived as long as any of its arrays); a column written in place is copied page by page
 into the process (private pages, the file is never written).  Where a file cannot be mapped it is
 read into memory and unpickled the same way.
 Keyed by a fingerprint of every raw/metadata file's relative path, size and mtime plus the
@@ -78,7 +78,8 @@ def part_file(name: str) -> str:
 
 
 MAGIC = b"MSPYOOB1"  # a cache file's first bytes (_dump's layout)
-ALIGN = 64  # each array's bytes start at a multiple of this offset in the file
+ALIGN = 4096  # each array's bytes start at a multiple of this offset in the file (a page: _map_buffer
+# maps each array alone, from the page that holds its first byte; any alignment reads back)
 _HEAD = struct.Struct("<8sQQ")  # magic, bytes of the pickle stream, number of arrays
 _ENTRY = struct.Struct("<QQ")  # per array: offset in the file, bytes
 
@@ -108,9 +109,9 @@ def _dump(f: Any, obj: Any) -> None:
 
 
 def _load(f: Any) -> Any:
-    """What :func:`_dump` wrote to the open file ``f``, its arrays over a copy-on-write map of the
-    file (over its bytes read into memory where it cannot be mapped).  ValueError when the file is
-    not one of these or is cut short."""
+    """What :func:`_dump` wrote to the open file ``f``, each array over a copy-on-write map of its
+    own bytes (:func:`_map_buffer`; all of them read into memory where the file cannot be mapped).
+    ValueError when the file is not one of these or is cut short."""
     size = os.fstat(f.fileno()).st_size
     head = f.read(_HEAD.size)
     if len(head) < _HEAD.size:
@@ -119,18 +120,33 @@ def _load(f: Any) -> Any:
     first = _HEAD.size + _ENTRY.size * count
     if magic != MAGIC or first + stream_len > size:
         raise ValueError("not a cache file")
-    try:
-        data: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-    except (OSError, ValueError):  # (a file system without mmap)
-        f.seek(0)
-        data = bytearray(f.read())
-    view = memoryview(data)
-    if len(view) < size:
-        raise ValueError("cut short")
-    table = [_ENTRY.unpack_from(view, _HEAD.size + _ENTRY.size * i) for i in range(count)]
+    table = [_ENTRY.unpack(f.read(_ENTRY.size)) for _ in range(count)]
     if any(o < first + stream_len or o + n > size for o, n in table):
         raise ValueError("cut short")
-    return pickle.loads(view[first:first + stream_len], buffers=[view[o:o + n] for o, n in table])
+    stream = f.read(stream_len)
+    if len(stream) < stream_len:
+        raise ValueError("cut short")
+    try:
+        buffers = [_map_buffer(f.fileno(), o, n) for o, n in table]
+    except (OSError, ValueError):  # (a file system without mmap)
+        f.seek(0)
+        view = memoryview(bytearray(f.read()))
+        if len(view) < size:
+            raise ValueError("cut short") from None
+        buffers = [view[o:o + n] for o, n in table]
+    return pickle.loads(stream, buffers=buffers)
+
+
+def _map_buffer(fd: int, offset: int, size: int) -> memoryview:
+    """Bytes ``offset .. offset + size`` of file ``fd`` as a copy-on-write map of their own.  One map
+    per array, not one of the whole file: a map lives as long as any array over it, and a file
+    mapped whole stayed resident (every page a writer had read) while the DB thread still held one
+    column of the device, ~170 MB more on B' with the DB on a thread (issue 12 phase 11)."""
+    if not size:
+        return memoryview(b"")
+    start = offset - offset % mmap.ALLOCATIONGRANULARITY
+    m = mmap.mmap(fd, offset + size - start, access=mmap.ACCESS_COPY, offset=start)
+    return memoryview(m)[offset - start:]
 
 
 def load(prof: Path, key: str, part: str = "host") -> dict[str, Any] | None:

@@ -153,3 +153,38 @@ def test_cut_short_or_foreign_cache_files_are_parsed_again(tmp_path: Path) -> No
     assert cache.load(prof, "k", "device_0") is None
     path.write_bytes(whole)
     assert cache.load(prof, "k", "device_0")["tasks"]["a"].sum() == sum(range(5000))
+
+
+def test_each_array_of_a_part_has_a_map_of_its_own(tmp_path: Path) -> None:
+    """An array read back keeps only its own bytes mapped: with one map of the whole file, the one
+    column the DB thread still held kept every page the writers had read resident (issue 12 phase
+    11).  Old files (arrays 64-byte aligned, not page aligned) read back the same."""
+    import mmap
+
+    import numpy as np
+    import pandas as pd
+    from msprof_py.errors import WarningLog
+
+    prof = tmp_path / "PROF_1"
+    prof.mkdir()
+    part = {"t": pd.DataFrame({"a": np.arange(5000, dtype=np.int64), "b": np.linspace(0, 1, 5000)})}
+    assert cache.store(prof, "k", part, WarningLog(), part="device_0")
+    got = cache.load(prof, "k", "device_0")
+
+    def mapped(arr: np.ndarray) -> mmap.mmap:
+        while isinstance(arr, np.ndarray) and arr.base is not None:
+            arr = arr.base
+        assert isinstance(arr, memoryview)
+        return arr.obj
+
+    maps = [mapped(got["t"][c].to_numpy()) for c in ("a", "b")]
+    assert all(isinstance(m, mmap.mmap) for m in maps) and maps[0] is not maps[1]
+    assert all(len(m) < 2 * 5000 * 8 + 2 * mmap.ALLOCATIONGRANULARITY for m in maps)  # not the whole file
+    pd.testing.assert_frame_equal(got["t"], part["t"])
+    old_align = cache.ALIGN
+    try:
+        cache.ALIGN = 64
+        assert cache.store(prof, "k2", part, WarningLog(), part="device_0")
+    finally:
+        cache.ALIGN = old_align
+    pd.testing.assert_frame_equal(cache.load(prof, "k2", "device_0")["t"], part["t"])
