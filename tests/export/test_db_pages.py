@@ -278,3 +278,47 @@ def test_insert_cols_through_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         got.append(con.execute("SELECT rowid, *, typeof(connectionId) FROM TASK").fetchall())
         con.close()
     assert got[0] == got[1] and len(got[0]) == n
+
+
+def test_wide_rows_whose_every_column_varies_in_length(tmp_path: Path) -> None:
+    """17 columns (COMPUTE_TASK_INFO's count), each value's length varying in every column (corrupt
+    input does this): 7**17 layouts by the plain mixed-radix key, an int32 overflow / an 18.9 GiB
+    bincount before _room renumbered the key (fuzz campaign 14, seed 26, cases 187 and 577)."""
+    rng = np.random.default_rng(14)
+    widths = np.array([0, 1, 100, 2**14, 2**22, 2**30, 2**46, 2**62], np.int64)  # 0 and 1: serial types 8 and 9
+    n, m = 3000, 17
+    cols = [widths[rng.integers(0, len(widths), n)] * rng.choice([-1, 1], n) for _ in range(m)]
+    decl = "(" + ", ".join(f"c{j} INTEGER" for j in range(m)) + ")"
+
+    def make(path: Path) -> sqlite3.Connection:
+        con = sqlite3.connect(path)
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute(f"CREATE TABLE w {decl}")
+        return con
+
+    ref = make(tmp_path / "ref.db")
+    ref.executemany(f"INSERT INTO w VALUES ({','.join('?' * m)})", zip(*[c.tolist() for c in cols]))
+    ref.commit()
+    con = make(tmp_path / "pages.db")
+    pages = TablePages("w")
+    assert pages.usable(con)
+    for lo in range(0, n, 1100):
+        got = [serial(c[lo:lo + 1100]) for c in cols]
+        assert all(g is not None for g in got)
+        pages.append(con, got)  # type: ignore[arg-type]
+    pages.finish(con)
+    con.commit()
+    _check(con)
+    q = "SELECT rowid, * FROM w ORDER BY rowid"
+    assert con.execute(q).fetchall() == ref.execute(q).fetchall()
+
+
+def test_layout_key_renumbered_in_the_same_order() -> None:
+    """_room keeps the groups and their order (so the pages' bytes do not change where the key
+    space was small enough before) and bounds the space."""
+    key = np.array([5, 0, 5, 300, 0, 7], np.int64)
+    same, mult = db_pages._room(key, 1000, 7)
+    assert mult == 1000 and same is key  # room enough: untouched
+    key[3] = 3_000_000
+    got, mult = db_pages._room(key, 4_000_000, 7)
+    assert mult == 4 and got.tolist() == [1, 0, 1, 3, 0, 2]
