@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.export.db_pages import Serial, TablePages, serial
+from msprof_py.export.db_btree import Serial, serial
+from msprof_py.export.db_pages import TablePages
 from msprof_py.export.pmu_export import JOIN, match_rows, metric_columns
 from msprof_py.export.unified_db_insert import MAX_PARAMS, create_table, insert_lists, values
 from msprof_py.parse.pmu import metrics as M
