@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.export import pmu_db
+from msprof_py.export import pmu_db, pmu_db_staged
 from msprof_py.export.db_pages import TablePages
 from msprof_py.export.unified_db_enums import ENUM_TABLES, META_DATA
 from msprof_py.export.unified_db_host import api_rows, communication_rows, session_tables
@@ -43,8 +43,8 @@ class Held:
 
     cols: list[Any] | None  # COMPUTE_TASK_INFO's columns (info_columns; None: no row)
     info: Any  # those rows in their final form (build_info: table, ids) once built; DirectInfo: in the DB
-    pmu: pmu_db.Staged | pmu_db.Direct | None  # its TASK_PMU_INFO rows (pmu_db.stage_pmu; some built by
-    # pmu_db.build_pmu; pmu_db.Direct: in the DB, early)
+    pmu: pmu_db_staged.Staged | pmu_db.Direct | None  # its TASK_PMU_INFO rows (pmu_db_staged.stage_pmu; some built by
+    # pmu_db_staged.build_pmu; pmu_db.Direct: in the DB, early)
     freq: pd.DataFrame  # its AICORE_FREQ rows
 
 
@@ -89,7 +89,7 @@ class Fill:
         self.task_pages = TablePages("TASK", trim_after=TRIM_AT_ONCE_BYTES) if early else None
         self.info_pages = TablePages("COMPUTE_TASK_INFO", trim_after=TRIM_AT_ONCE_BYTES) if early else None
         # with early: whether to go on making a device's rows early (the export has not yet reached the
-        # next device), and the dir of the files the rows not made are handed over in (pmu_db.build_now)
+        # next device), and the dir of the files the rows not made are handed over in (pmu_db_staged.build_now)
         self.more: Callable[[], bool] | None = None
         self.rest_dir: Path | None = None
         self.side = side
@@ -133,7 +133,7 @@ class Fill:
             if self.early:
                 self._direct(con, rows)
             elif rows is not None:
-                held.pmu = pmu_db.stage_pmu(con, rows, i, self.stage)
+                held.pmu = pmu_db_staged.stage_pmu(con, rows, i, self.stage)
             del rows, held  # views of the device's pmu table: they would keep all of it
         else:
             self.last = (s, t, self.offset)
@@ -152,14 +152,14 @@ class Fill:
         final form, copied in as they are at their table's turn.  Their strings' ids are those
         the tables' turn will give if the devices after this one add no string to STRING_IDS (a
         copy of the string ids given the strings interned before them); :func:`copy_info` and
-        :func:`pmu_db.unfold_pmu` see whether that held."""
+        :func:`pmu_db_staged.unfold_pmu` see whether that held."""
         held = self.held[-1]
         if not idle():
             return
         self._build_info(con)
         if held.pmu is not None and held.pmu.done < held.pmu.n:
             ids = self._predict([h.cols for h in self.held], [h.pmu for h in self.held[:-1]], held.pmu.names)
-            pmu_db.build_pmu(con, held.pmu, ids, idle)
+            pmu_db_staged.build_pmu(con, held.pmu, ids, idle)
 
     def _direct(self, con: sqlite3.Connection, rows: pmu_db.PmuRows | None) -> None:
         """``early``: the COMPUTE_TASK_INFO and TASK_PMU_INFO rows of the device :meth:`add` was
@@ -263,7 +263,7 @@ class Fill:
             self.side.start(rows, ids)
             self.side_ids = (rows[0], ids)
 
-    def _predict(self, cols: list[Any], before: list[pmu_db.Staged | None], names: list[str]) -> list[int]:
+    def _predict(self, cols: list[Any], before: list[pmu_db_staged.Staged | None], names: list[str]) -> list[int]:
         """The ids :meth:`end` gives the metric ``names`` of a device if no device after it
         interns a new string: a copy of the string ids given the COMPUTE_TASK_INFO strings of
         ``cols`` (the devices' up to it, in order), then the metric names of the devices
@@ -312,13 +312,13 @@ class Fill:
                     self.pages.finish(con)  # the table complete for SQLite's UPDATE (and its inserts after)
                 pmu_db.remap_direct(con, h.pmu, final)
             elif h.pmu is not None:
-                pmu_db.unfold_pmu(con, h.pmu, sid.one, created)
+                pmu_db_staged.unfold_pmu(con, h.pmu, sid.one, created)
         if self.side_ids is not None:
             assert self.side is not None
             table = self.side.rows()
             names, ids = self.side_ids
             create_table(con, "TASK_PMU_INFO", created)
-            pmu_db.copy_built(con, table, ids, [sid.one(pmu_metrics.db_name(n)) for n in names])
+            pmu_db_staged.copy_built(con, table, ids, [sid.one(pmu_metrics.db_name(n)) for n in names])
         elif self.last is not None:
             s, t, first = self.last
             pmu_db.db_tables(con, s, t if len(t) else None, np.arange(first, first + len(t), dtype=np.int64),

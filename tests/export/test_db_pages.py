@@ -188,7 +188,7 @@ def _pmu_db(path: Path, pages: TablePages | None, cols: list[np.ndarray], chunk:
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE TASK_PMU_INFO (globalTaskId INTEGER, name INTEGER, value NUMERIC)")
     n = len(cols[0])
-    pmu_db._insert_pmu(con, cols, [7, 8, 9], np.arange(n), np.arange(n, dtype=np.int64) + 100, pages=pages)
+    pmu_db.insert_pmu(con, cols, [7, 8, 9], np.arange(n), np.arange(n, dtype=np.int64) + 100, pages=pages)
     if pages is not None:
         pages.finish(con)
     con.commit()
