@@ -31,7 +31,8 @@ import pandas as pd
 from msprof_py.export.base import ExportContext, Naming, register
 from msprof_py.export.session_access import NA_ID, api_of_device, of_device
 from msprof_py.export.legacy_summaries import COMPONENTS, dynamic_launches, has_dynamic_launches
-from msprof_py.export.timeline_layers import cann_layer, communication_layer, hardware_layer, i64, step_trace_slices
+from msprof_py.export.timeline_layers import (CANN_COLUMNS, cann_layer, communication_layer, hardware_layer, i64,
+                                              step_trace_slices)
 from msprof_py.export.timeline_model import Timeline, content_key
 from msprof_py.export.timeline_write import write_timeline
 from msprof_py.export.trace_events import Arg, Slices, const, format_pid
@@ -51,10 +52,11 @@ def _host_pid(session: Session, api: pd.DataFrame) -> int:
 
 
 def _api_levels(session: Session, device_id: int, levels: tuple[str, ...]) -> pd.DataFrame:
+    """The rows of ``levels`` of :func:`api_of_device`, only the columns :func:`cann_layer` reads."""
     api = api_of_device(session, device_id)
     if len(api) == 0:
         return api
-    return api[is_in(api["level"], levels)]
+    return api[[c for c in CANN_COLUMNS if c in api.columns]][is_in(api["level"], levels)]
 
 
 def _rename_cann(tl: Timeline, start: int, name: str) -> None:

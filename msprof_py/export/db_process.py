@@ -30,7 +30,7 @@ what the DB does not read (:meth:`DbProcesses._own`: the task columns no DB tabl
 export's own session objects; its freed heap handed back at once, ``memory.trim_at_once``), so
 its RSS is the interpreter, the host tables and the DB's columns of the device.  The
 processes take turns on the DB file, in device order, each going on from where the one before
-stopped (:class:`msprof_py.export.unified_db.Fill`): each waits until the one before has ended
+stopped (:class:`msprof_py.export.unified_db_fill.Fill`): each waits until the one before has ended
 (a pipe whose only writer is that process: end of file when it exits, killed or not), opens the
 DB, reads the state the one before pickled (string ids, a device's COMPUTE_TASK_INFO columns),
 adds its device and pickles the state again; the last one writes the tables after the devices'
@@ -97,7 +97,8 @@ from msprof_py.atomic import disk_full, scratch_dir
 from msprof_py.errors import MsprofError
 from msprof_py.export.db_thread import db_view
 from msprof_py.export.parallel import WorkerDiedError, raise_error
-from msprof_py.export.unified_db import Fill, connect, is_full
+from msprof_py.export.unified_db import connect, is_full
+from msprof_py.export.unified_db_fill import Fill
 from msprof_py.export.unified_db_tasks import UNREAD_TASK_COLUMNS
 from msprof_py.memory import trim, trim_at_once
 from msprof_py.parse.session import Session, data_bytes

@@ -13,6 +13,7 @@ from msprof_py.export.base import ExportContext, Naming
 from msprof_py.export.session_access import api_of_device, of_device
 from msprof_py.export.summary_format import _stats, dbl, i64, stem, text
 from msprof_py.export.table_writer import Col, write_table
+from msprof_py.export.timeline_layers import CANN_COLUMNS
 from msprof_py.export.views import as_cat, cat_isin, is_in, shown_rows
 from msprof_py.parse.session import Session
 
@@ -32,7 +33,8 @@ class RuntimeApi:
     def write(self, session: Session, out_dir: Path, naming: Naming, ctx: ExportContext) -> list[Path]:
         dev = naming.device_id or 0
         api = api_of_device(session, dev)
-        api = api[is_in(api["level"], ["runtime"])] if len(api) else api
+        if len(api):  # (the columns _name_stats reads, then the rows: not a copy of every column)
+            api = api[[c for c in NAME_STATS_COLUMNS if c in api.columns]][is_in(api["level"], ["runtime"])]
         if len(api) == 0:
             return []
         st = _name_stats(api)
@@ -45,6 +47,9 @@ class RuntimeApi:
                 Col.text(dbl(st["min"] / 1000), number=True), Col.text(dbl(st["max"] / 1000), number=True),
                 Col.ints(st["pid"]), Col.ints(st["tid"])]
         return [write_table(stem(out_dir, naming, self.name), RUNTIME_API_HEADER, cols, naming.summary_format)]
+
+
+NAME_STATS_COLUMNS = ["name", "pid", "thread_id", "start_ns", "end_ns"]
 
 
 def _name_stats(api: pd.DataFrame) -> pd.DataFrame:
@@ -124,9 +129,10 @@ def dynamic_launches(session: Session, device_id: int, ops: bool = True) -> pd.D
     apos, tpos = _launch_rows(session, device_id)
     if len(apos) == 0:
         return api.iloc[:0]
-    node = api.take(apos)
-    if not ops:
+    if not ops:  # (the columns cann_layer reads: the ge_op_execute timeline's)
+        node = api[[c for c in CANN_COLUMNS if c in api.columns]].take(apos)
         return node.assign(connection_id=i64(node["connection_id"])).reset_index(drop=True)
+    node = api.take(apos)
     return node.assign(connection_id=i64(node["connection_id"]),
                        op_name=_op_texts(session.tasks["op_name"], tpos).to_numpy(),
                        op_type=_op_texts(session.tasks["op_type"], tpos).to_numpy()).reset_index(drop=True)

@@ -16,14 +16,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from msprof_py.export.db_pages import Serial, TablePages, serial
+from msprof_py.export.db_btree import Serial, serial
+from msprof_py.export.db_pages import TablePages
 from msprof_py.export.pmu_export import JOIN, match_rows, metric_columns
-from msprof_py.export.unified_db_insert import MAX_PARAMS, create_table, insert_lists, values
+from msprof_py.export.unified_db_insert import MAX_PARAMS, create_table, values
 from msprof_py.parse.pmu import metrics as M
 from msprof_py.parse.pmu.table import KEY_COLS
 from msprof_py.parse.session import Session
 
-DB_CHUNK_ROWS = 4_096  # task rows made Python values at a time (_insert_pmu, stage_pmu)
+DB_CHUNK_ROWS = 4_096  # task rows made Python values at a time (insert_pmu, stage_pmu)
 
 
 def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | None, gid: np.ndarray | None,
@@ -34,14 +35,14 @@ def db_tables(con: sqlite3.Connection, session: Session, tasks: pd.DataFrame | N
 
     A DB written one device at a time calls this per device (``pmu`` / ``freq``: which of the two
     tables; ``created``: the tables already created, updated here, so each is created once;
-    ``pages``: TASK_PMU_INFO's page writer, :func:`_insert_pmu`)."""
+    ``pages``: TASK_PMU_INFO's page writer, :func:`insert_pmu`)."""
     created = set() if created is None else created
     rows = pmu_rows(session, tasks, gid) if pmu else None
     if rows is not None:
         names, cols, pos, gids = rows
         create_table(con, "TASK_PMU_INFO", created)
         ids = [string_id(M.db_name(n)) for n in names]
-        _insert_pmu(con, cols, ids, pos, gids, pages=pages)
+        insert_pmu(con, cols, ids, pos, gids, pages=pages)
     if freq:
         freq_rows(con, session.aicore_freq, created)
 
@@ -93,11 +94,7 @@ def _pmu_positions(p: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
     return out
 
 
-_STAGE, _NAMES = "msprof_py_pmu_stage", "msprof_py_pmu_names"  # TEMP tables (not in the DB file)
-_BUILT = "msprof_py_pmu_rows"  # a device's rows in their final form (build_pmu), beside its staged rows
-
-
-def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int], rows: np.ndarray,
+def insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int], rows: np.ndarray,
                 gids: np.ndarray, into: str = "TASK_PMU_INFO", more: Callable[[], bool] | None = None,
                 pages: TablePages | None = None) -> int:
     """TASK_PMU_INFO rows ``(gids[i], ids[j], cols[j][rows[i]])``, i-major then j, as msprof orders
@@ -126,7 +123,7 @@ def _insert_pmu(con: sqlite3.Connection, cols: list[np.ndarray], ids: list[int],
         if done is not None and (done == len(rows) or pages.state == "on"):
             return done  # (all, or until more() said no)
         if done:  # pages up to a chunk with a value they do not take, SQLite's inserts from there
-            return done + _insert_pmu(con, cols, ids, rows[done:], gids[done:], into, more)
+            return done + insert_pmu(con, cols, ids, rows[done:], gids[done:], into, more)
     per = max(1, MAX_PARAMS // (m + 1))  # tasks per statement
     width = m + 1
 
@@ -157,9 +154,9 @@ PAGE_TASKS = 2_048  # tasks made pages at a time (_page_pmu: ~50k rows of B', ~5
 
 def _page_pmu(con: sqlite3.Connection, pages: TablePages, cols: list[np.ndarray], ids: list[int], rows: np.ndarray,
               gids: np.ndarray, more: Callable[[], bool] | None) -> int | None:
-    """:func:`_insert_pmu`'s rows written as table pages by ``pages`` (:data:`PAGE_TASKS` tasks
+    """:func:`insert_pmu`'s rows written as table pages by ``pages`` (:data:`PAGE_TASKS` tasks
     at a time); returns the tasks written: all, those before ``more()`` said no (asked as by
-    :func:`_insert_pmu`), or those before a chunk with a value it does not handle (``pages``
+    :func:`insert_pmu`), or those before a chunk with a value it does not handle (``pages``
     finished then: SQLite's inserts from there on); None: its table cannot take them at all."""
     if not pages.usable(con) or not all(c.dtype.kind in "iubf" for c in cols):
         pages.finish(con)
@@ -208,31 +205,6 @@ def _value_serial(cols: list[np.ndarray], r: np.ndarray) -> Serial | None:
             np.stack([v[1] for v in got], axis=1).reshape(-1))  # type: ignore[index]
 
 
-def build_now(con: sqlite3.Connection, rows: PmuRows, ids: list[int], key: int, schema: str = "temp",
-              more: Callable[[], bool] | None = None, rest: Path | None = None) -> Staged:
-    """:func:`pmu_rows`' ``rows`` in their final form (the metric names given the STRING_IDS
-    ``ids``, those the table's turn is predicted to give) in a table of their own in ``schema``,
-    copied into the DB at TASK_PMU_INFO's turn (:func:`unfold_pmu`: as they are, SQLite's transfer
-    optimisation, ~1/2 the CPU of inserting them then).  For a device whose rows can be made
-    before the table's turn at a time the DB is not the critical path (a DB process of a device
-    before the last, the last device's rows beside the DB, ``unified_db_side``).
-
-    ``more`` / ``rest``: the rows are made while ``more()`` says so (asked every
-    :data:`DB_CHUNK_ROWS` tasks); the tasks not made then are handed over as their values in the
-    file ``rest`` (:func:`_hand_over`), inserted at the table's turn by :func:`unfold_pmu`.  Why:
-    a DB process of a device before the last must end before the export reads the next device
-    (one device's tables in memory), and the export would wait for it (issue 12 phase 9b,
-    benchmarks/RESULTS.md)."""
-    names, cols, pos, gids = rows
-    built = f"{schema}.{_BUILT}_{key}"
-    create_table(con, "TASK_PMU_INFO", table=built)
-    done = _insert_pmu(con, cols, ids, pos, gids, into=built, more=more)
-    if done < len(pos):
-        assert rest is not None
-        _hand_over(rest, cols, pos[done:], gids[done:])
-    return Staged(names, built, len(pos), built, list(ids), done, str(rest) if done < len(pos) else None)
-
-
 @dataclass
 class Direct:
     """A device's TASK_PMU_INFO rows inserted into the DB before the table's turn (a DB process
@@ -253,7 +225,7 @@ def insert_direct(con: sqlite3.Connection, rows: PmuRows, ids: list[int], more: 
     """:func:`pmu_rows`' ``rows`` appended to TASK_PMU_INFO with the name ids ``ids`` while
     ``more()`` says so (asked every :data:`DB_CHUNK_ROWS` tasks); returns the tasks made."""
     names, cols, pos, gids = rows
-    return _insert_pmu(con, cols, ids, pos, gids, more=more, pages=pages)
+    return insert_pmu(con, cols, ids, pos, gids, more=more, pages=pages)
 
 
 def hand_over(path: Path, rows: PmuRows) -> None:
@@ -297,135 +269,10 @@ def _insert_rest(con: sqlite3.Connection, path: str, ids: list[int], pages: Tabl
                 g, *cols = pickle.load(f)
             except EOFError:
                 return n
-            n += _insert_pmu(con, cols, ids, np.arange(len(g)), g, pages=pages)
+            n += insert_pmu(con, cols, ids, np.arange(len(g)), g, pages=pages)
 
 
-def _stage_rows(con: sqlite3.Connection, table: str, cols: list[np.ndarray], rows: np.ndarray,
-                gids: np.ndarray) -> None:
-    insert_lists(con, table, [gids.tolist(), *[_bound(c[rows]) for c in cols]])
-
-
-def _names(con: sqlite3.Connection, ids: list[int]) -> None:
-    """The TEMP table of metric positions and their STRING_IDS ids (:func:`_unfold` reads it)."""
-    con.execute(f"CREATE TEMP TABLE {_NAMES} (j INTEGER PRIMARY KEY, id)")
-    con.executemany(f"INSERT INTO {_NAMES} VALUES (?, ?)", enumerate(ids))
-
-
-def _unfold(con: sqlite3.Connection, table: str, m: int, into: str = "TASK_PMU_INFO",
-            rows: tuple[int, int] | None = None) -> None:
-    """Every staged row of ``table`` (``m`` metric values; ``rows``: those of rowid ``lo < rowid
-    <= hi``) as one row per metric of table ``into`` (TASK_PMU_INFO's columns), in order."""
-    pick = "CASE n.j " + " ".join(f"WHEN {j} THEN s.v{j}" for j in range(m)) + " END"
-    where = f"WHERE s.rowid > {int(rows[0])} AND s.rowid <= {int(rows[1])} " if rows is not None else ""
-    con.execute(f"INSERT INTO {into} SELECT s.g, n.id, {pick} "
-                f"FROM {table} AS s CROSS JOIN {_NAMES} AS n {where}ORDER BY s.rowid, n.j")
-
-
-BUILD_CHUNK = 8_192  # staged rows (x the metrics: ~230k TASK_PMU_INFO rows, ~40 ms) per round of build_pmu
-
-
-@dataclass
-class Staged:
-    """A device's TASK_PMU_INFO input kept until the table's turn (:func:`stage_pmu`): one row per
-    task in ``table`` (rowids 1..``n``), the first ``done`` of them built in their final form in
-    table ``built`` with the name ids ``ids`` (:func:`build_pmu`)."""
-
-    names: list[str]  # the metrics
-    table: str  # schema.name
-    n: int
-    built: str | None = None
-    ids: list[int] | None = None
-    done: int = 0
-    rest: str | None = None  # the file of the tasks after ``done`` (build_now handed them over), not ``table``
-
-
-def stage_pmu(con: sqlite3.Connection, rows: PmuRows, key: int, schema: str = "temp") -> Staged:
-    """Stage all of :func:`pmu_rows`' ``rows`` in a table of their own in ``schema`` (``temp``:
-    SQLite's temporary file, not memory; or an attached file that outlives the connection): a DB
-    written one device at a time stages a device's rows while it has them and unfolds them at
-    TASK_PMU_INFO's turn (:func:`unfold_pmu`)."""
-    names, cols, pos, gids = rows
-    table = f"{schema}.{_STAGE}_{key}"
-    con.execute(f"CREATE TABLE {table} (g, " + ", ".join(f"v{j}" for j in range(len(cols))) + ")")
-    for lo in range(0, len(pos), DB_CHUNK_ROWS):
-        _stage_rows(con, table, cols, pos[lo:lo + DB_CHUNK_ROWS], gids[lo:lo + DB_CHUNK_ROWS])
-    return Staged(names, table, len(pos))
-
-
-def build_pmu(con: sqlite3.Connection, staged: Staged, ids: list[int], more: Callable[[], bool]) -> None:
-    """Build :func:`stage_pmu`'s rows in their final form (the metric names given the STRING_IDS
-    ``ids``) in a table beside the staged one (TASK_PMU_INFO's columns), :data:`BUILD_CHUNK`
-    staged rows at a time while ``more()`` says so.
-
-    Why: the unfold is most of TASK_PMU_INFO's cost, and the DB thread often waits for the next
-    device with nothing to do; the rows built then are copied into the DB at the table's turn
-    with SQLite's transfer optimisation (the records as they are: ~1/2 of the unfold's CPU),
-    which shortens the DB's work after the last device.  Only while the DB would wait: built
-    rows cost their copy on top of the unfold, so building them when the DB has other work
-    would only add CPU."""
-    if staged.done >= staged.n or not more():
-        return
-    if staged.built is None:
-        staged.built, staged.ids = staged.table.replace(_STAGE, _BUILT, 1), list(ids)
-        create_table(con, "TASK_PMU_INFO", table=staged.built)
-    assert staged.ids is not None
-    _names(con, staged.ids)
-    try:
-        while True:
-            hi = min(staged.n, staged.done + BUILD_CHUNK)
-            _unfold(con, staged.table, len(staged.names), staged.built, (staged.done, hi))
-            staged.done = hi
-            if staged.done >= staged.n or not more():
-                break
-    finally:
-        con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
-
-
-def unfold_pmu(con: sqlite3.Connection, staged: Staged, string_id: Any, created: set[str]) -> bool:
-    """TASK_PMU_INFO rows of :func:`stage_pmu`'s rows (what :func:`db_tables` inserts for them).
-
-    The rows :func:`build_pmu` built: when the names' ids are those they were built with,
-    ``INSERT INTO ... SELECT *`` of their table as it is (SQLite's transfer optimisation: the
-    same records, appended with the next rowids, so the same file); otherwise (strings interned
-    before the table's turn that the prediction did not know) each built id is mapped to its id
-    (a CASE per row).  Then the staged rows not built, unfolded.  Returns False when built rows
-    had to be mapped."""
-    final = [string_id(M.db_name(n)) for n in staged.names]
-    create_table(con, "TASK_PMU_INFO", created)
-    as_they_are = True
-    try:
-        if staged.built is not None:
-            assert staged.ids is not None
-            as_they_are = copy_built(con, staged.built, staged.ids, final)
-        if staged.rest is not None:
-            _insert_rest(con, staged.rest, final)
-        elif staged.done < staged.n:
-            _names(con, final)
-            _unfold(con, staged.table, len(staged.names), rows=(staged.done, staged.n) if staged.done else None)
-    finally:
-        if staged.built is not None:
-            con.execute(f"DROP TABLE IF EXISTS {staged.built}")
-        con.execute(f"DROP TABLE IF EXISTS {staged.table}")
-        con.execute(f"DROP TABLE IF EXISTS temp.{_NAMES}")
-        if staged.rest is not None:
-            Path(staged.rest).unlink(missing_ok=True)
-    return as_they_are
-
-
-def copy_built(con: sqlite3.Connection, table: str, ids: list[int], final: list[int]) -> bool:
-    """Append the rows :func:`build_pmu` built in ``table`` (name ids ``ids``) to TASK_PMU_INFO:
-    as they are when ``ids`` are the ``final`` ids (``INSERT INTO ... SELECT *``: SQLite's
-    transfer optimisation, the same records with the next rowids, so the same file; returns
-    True), else each id mapped to its final one (a CASE per row)."""
-    if final == ids:
-        con.execute(f"INSERT INTO TASK_PMU_INFO SELECT * FROM {table}")
-        return True
-    pick = "CASE name " + " ".join(f"WHEN {a} THEN {b}" for a, b in zip(ids, final)) + " END"
-    con.execute(f"INSERT INTO TASK_PMU_INFO SELECT globalTaskId, {pick}, value FROM {table}")
-    return False
-
-
-def _bound(col: np.ndarray) -> list[Any] | str:
+def bound(col: np.ndarray) -> list[Any] | str:
     """Python values to bind: a numeric column's ``tolist()`` (ints stay int, floats float; an
     integer column of one value: its literal, :func:`values`); other columns (object, extension
     types) value by value as ints or floats."""
@@ -437,8 +284,8 @@ def _bound(col: np.ndarray) -> list[Any] | str:
 
 
 def _listed(col: np.ndarray) -> list[Any]:
-    """:func:`_bound` as a list always (a column of one integer too)."""
-    b = _bound(col)
+    """:func:`bound` as a list always (a column of one integer too)."""
+    b = bound(col)
     return col.tolist() if isinstance(b, str) else b
 
 

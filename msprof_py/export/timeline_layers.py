@@ -52,6 +52,12 @@ def device_pid(session: Session, device_id: int) -> int:
 
 
 
+# the API columns :func:`cann_layer` reads: a caller that picks rows of the API table takes these
+# alone (the other columns, five of them int64, were half the bytes of each copy)
+CANN_COLUMNS = ["pid", "thread_id", "level", "struct_type", "name", "item_id", "start_ns", "end_ns",
+                "before_profiling", "connection_id"]
+
+
 def cann_layer(session: Session, device_id: int, tl: Timeline, api: pd.DataFrame | None = None,
                replay: ExportContext | None = None) -> pd.DataFrame:
     """CANN API slices of the host threads that belong to this device (or of ``api`` rows

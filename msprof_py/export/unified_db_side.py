@@ -5,10 +5,10 @@ is read: COMPUTE_TASK_INFO, the earlier devices' TASK_PMU_INFO rows and the last
 of it) go in one after the other on one core, and the core the text writers used is idle once
 they are done (benchmarks/RESULTS.md, issue 12 phase 7).  The last device's rows are the only
 big piece that needs nothing before it but the string ids (known once the last device is read):
-:class:`Side` inserts them in their final form (``pmu_db.build_now``) on a second SQLite
+:class:`Side` inserts them in their final form (``pmu_db_staged.build_now``) on a second SQLite
 connection to a scratch file, SQLite's work running without the GIL beside the DB thread's
 COMPUTE_TASK_INFO and earlier devices' rows; at the table's turn the DB copies them in with the
-transfer optimisation (:func:`msprof_py.export.pmu_db.copy_built`: the same records, the same
+transfer optimisation (:func:`msprof_py.export.pmu_db_staged.copy_built`: the same records, the same
 file).  The copy costs ~1/2 of the insert on top, so one device (nothing to overlap) does not use
 this.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from msprof_py.atomic import scratch_dir
-from msprof_py.export import pmu_db
+from msprof_py.export import pmu_db, pmu_db_staged
 
 
 class Side:
@@ -65,7 +65,7 @@ class Side:
                 if self.cancelled:
                     return
                 self.con = con
-            staged = pmu_db.build_now(con, rows, ids, 0, "main")
+            staged = pmu_db_staged.build_now(con, rows, ids, 0, "main")
             con.commit()
             assert staged.built is not None
             self.table = "side." + staged.built.split(".", 1)[1]

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from msprof_py.export import db_pages, pmu_db
-from msprof_py.export.db_pages import TablePages, serial
+from msprof_py.export import db_btree, db_pages, pmu_db
+from msprof_py.export.db_btree import serial
+from msprof_py.export.db_pages import TablePages
 
 COLS = "(g INTEGER, name INTEGER, value NUMERIC)"  # TASK_PMU_INFO's affinities
 EDGE_INTS = [0, 1, -1, 2, 127, 128, -128, -129, 255, 256, 2**15 - 1, 2**15, -2**15, -2**15 - 1, 2**23 - 1, 2**23,
@@ -187,7 +188,7 @@ def _pmu_db(path: Path, pages: TablePages | None, cols: list[np.ndarray], chunk:
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE TASK_PMU_INFO (globalTaskId INTEGER, name INTEGER, value NUMERIC)")
     n = len(cols[0])
-    pmu_db._insert_pmu(con, cols, [7, 8, 9], np.arange(n), np.arange(n, dtype=np.int64) + 100, pages=pages)
+    pmu_db.insert_pmu(con, cols, [7, 8, 9], np.arange(n), np.arange(n, dtype=np.int64) + 100, pages=pages)
     if pages is not None:
         pages.finish(con)
     con.commit()
@@ -317,8 +318,8 @@ def test_layout_key_renumbered_in_the_same_order() -> None:
     """_room keeps the groups and their order (so the pages' bytes do not change where the key
     space was small enough before) and bounds the space."""
     key = np.array([5, 0, 5, 300, 0, 7], np.int64)
-    same, mult = db_pages._room(key, 1000, 7)
+    same, mult = db_btree._room(key, 1000, 7)
     assert mult == 1000 and same is key  # room enough: untouched
     key[3] = 3_000_000
-    got, mult = db_pages._room(key, 4_000_000, 7)
+    got, mult = db_btree._room(key, 4_000_000, 7)
     assert mult == 4 and got.tolist() == [1, 0, 1, 3, 0, 2]

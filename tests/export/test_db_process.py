@@ -285,14 +285,14 @@ def test_pmu_rows_of_a_device_without_compute_task_info(two_devices: Path, tmp_p
     files (``without``: device 0 has no COMPUTE_TASK_INFO row, or no device has)."""
     import sqlite3
 
-    from msprof_py.export import unified_db, unified_db_tasks
+    from msprof_py.export import unified_db_fill, unified_db_tasks
 
     real = unified_db_tasks.info_columns
 
     def cols(session, t, offset):  # type: ignore[no-untyped-def]
         return None if offset == 0 or without == "every" else real(session, t, offset)
 
-    monkeypatch.setattr(unified_db, "info_columns", cols)
+    monkeypatch.setattr(unified_db_fill, "info_columns", cols)
     monkeypatch.setattr(unified_db_tasks, "info_columns", cols)
     monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
     prof = _copy(two_devices, tmp_path / "p")

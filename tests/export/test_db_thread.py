@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from msprof_py import atomic
 from msprof_py.cli import cli
-from msprof_py.export import ExportOptions, db_process, db_thread, export, unified_db
+from msprof_py.export import ExportOptions, db_process, db_thread, export, unified_db_fill
 from msprof_py.export.unified_db_insert import Const, Lookup
 from msprof_py.export.unified_db_strings import StringIds, factor
 
@@ -105,17 +105,17 @@ def test_rows_built_while_the_db_waits(two_devices: Path, tmp_path: Path, rounds
     the rest at the table's turn) with the string ids their tables' turn gives (copied as they
     are); when those are not the ids predicted (a later device interned new strings first), the
     DB is still the same, and the same as the DB written after the text files (nothing built)."""
-    from msprof_py.export import pmu_db
+    from msprof_py.export import pmu_db_staged
 
     monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "0")
-    monkeypatch.setattr(pmu_db, "BUILD_CHUNK", 16)
+    monkeypatch.setattr(pmu_db_staged, "BUILD_CHUNK", 16)
     calls = iter(range(10**9 if rounds is None else 2 + rounds))  # between's check, build's, one after each round
     monkeypatch.setattr(db_thread.DbFeed, "idle", lambda self: next(calls, None) is not None)
     seen: list[tuple[str, Any]] = []
-    real_unfold, real_info = pmu_db.unfold_pmu, unified_db.copy_info
-    monkeypatch.setattr(pmu_db, "unfold_pmu", lambda con, st, *a: seen.append(
+    real_unfold, real_info = pmu_db_staged.unfold_pmu, unified_db_fill.copy_info
+    monkeypatch.setattr(pmu_db_staged, "unfold_pmu", lambda con, st, *a: seen.append(
         ("pmu", (st.done == st.n, st.done > 0, real_unfold(con, st, *a)))))
-    monkeypatch.setattr(unified_db, "copy_info", lambda *a: seen.append(("info", real_info(*a))))
+    monkeypatch.setattr(unified_db_fill, "copy_info", lambda *a: seen.append(("info", real_info(*a))))
     hit = _copy(two_devices, tmp_path / "hit")
     export(hit, ExportOptions())
     assert seen == [("info", True), ("pmu", (rounds is None, True, True))]
@@ -145,7 +145,7 @@ def test_db_error_beside_is_the_same_one_line_error(two_devices: Path, tmp_path:
     def full(*a, **k):  # type: ignore[no-untyped-def]
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr(unified_db.Fill, "add", full)  # (a forked DB process has it too)
+    monkeypatch.setattr(unified_db_fill.Fill, "add", full)  # (a forked DB process has it too)
     monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1" if mode == "process" else "0")
     monkeypatch.setenv("MSPROF_PY_DB_THREAD", "0" if mode == "after" else "1")
     prof = _copy(two_devices, tmp_path)
@@ -162,14 +162,14 @@ def test_db_error_beside_is_the_same_one_line_error(two_devices: Path, tmp_path:
 def test_a_killed_db_process_is_one_clear_error(two_devices: Path, tmp_path: Path, device: int,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     before = _children()
-    parent, real = os.getpid(), unified_db.Fill.add
+    parent, real = os.getpid(), unified_db_fill.Fill.add
 
     def killed(self, con, s):  # type: ignore[no-untyped-def]
         if os.getpid() != parent and self.i == device:
             os.kill(os.getpid(), signal.SIGKILL)
         real(self, con, s)
 
-    monkeypatch.setattr(unified_db.Fill, "add", killed)
+    monkeypatch.setattr(unified_db_fill.Fill, "add", killed)
     monkeypatch.setenv("MSPROF_PY_DB_PROCESS", "1")
     prof = _copy(two_devices, tmp_path)
     res = CliRunner().invoke(cli, ["export", "--output", str(prof)])
@@ -214,7 +214,7 @@ def test_the_last_devices_pmu_rows_on_their_thread(two_devices: Path, tmp_path: 
     """The last device's TASK_PMU_INFO rows are made on a thread of their own (unified_db_side):
     the same DB as without it (test_db_beside_equals_the_db_after_the_text); a full disk there is
     the DB's one-line error; Ctrl-C while it runs stops it; no scratch file is left."""
-    from msprof_py.export import pmu_db, unified_db_side
+    from msprof_py.export import pmu_db_staged, unified_db_side
 
     started: list[int] = []
     real_start = unified_db_side.Side.start
@@ -225,7 +225,7 @@ def test_the_last_devices_pmu_rows_on_their_thread(two_devices: Path, tmp_path: 
     export(ok, ExportOptions())
     assert len(started) == 1 and started[0] > 0 and _leftovers(ok) == []
 
-    real_build = pmu_db.build_now
+    real_build = pmu_db_staged.build_now
     running = threading.Event()
 
     def build(con, rows, ids, key, schema="temp"):  # type: ignore[no-untyped-def]
@@ -236,7 +236,7 @@ def test_the_last_devices_pmu_rows_on_their_thread(two_devices: Path, tmp_path: 
         running.set()  # a statement that runs until interrupted
         con.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c")
 
-    monkeypatch.setattr(pmu_db, "build_now", build)
+    monkeypatch.setattr(pmu_db_staged, "build_now", build)
     if failure == "interrupted":  # Ctrl-C when the main thread waits for the DB, the side thread running
 
         def result(self):  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""TASK_PMU_INFO rows: the insert of whole tasks per statement (``pmu_db._insert_pmu``) against
+"""TASK_PMU_INFO rows: the insert of whole tasks per statement (``pmu_db.insert_pmu``) against
 binding every value on its own, the way the table was filled at first (same rows, same order,
 same storage classes)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from msprof_py.export import pmu_db
+from msprof_py.export import pmu_db, pmu_db_staged
 from msprof_py.parse.session import Session
 
 FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3).map(float),
@@ -55,7 +55,7 @@ def test_insert_equals_per_value_insert(n: int, data: st.DataObject, chunk: int,
     old = pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS
     pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS = chunk, params
     try:
-        pmu_db._insert_pmu(con, [p[c].to_numpy() for c in names], ids, pos, np.asarray(gids, np.int64))
+        pmu_db.insert_pmu(con, [p[c].to_numpy() for c in names], ids, pos, np.asarray(gids, np.int64))
     finally:
         pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS = old
     assert _dump(con) == _reference(p, names, pos, gids, ids)
@@ -79,7 +79,7 @@ def test_insert_of_many_tasks_per_statement(params: int) -> None:
     old = pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS
     pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS = 16, params
     try:
-        pmu_db._insert_pmu(con, [p[c].to_numpy() for c in names], ids, pos, np.asarray(gids, np.int64))
+        pmu_db.insert_pmu(con, [p[c].to_numpy() for c in names], ids, pos, np.asarray(gids, np.int64))
     finally:
         pmu_db.DB_CHUNK_ROWS, pmu_db.MAX_PARAMS = old
     assert _dump(con) == _reference(p, names, pos, gids, ids)
@@ -123,17 +123,17 @@ def test_built_then_copied_rows_equal_the_direct_insert(n: int, data: st.DataObj
 
     direct = sqlite3.connect(":memory:")
     table(direct)
-    pmu_db._insert_pmu(direct, [p[c].to_numpy() for c in names], ids, pos, gids)
+    pmu_db.insert_pmu(direct, [p[c].to_numpy() for c in names], ids, pos, gids)
     con = sqlite3.connect(":memory:")
     table(con)
-    staged = pmu_db.stage_pmu(con, (names, [p[c].to_numpy() for c in names], pos, gids), 3)
-    old, pmu_db.BUILD_CHUNK = pmu_db.BUILD_CHUNK, 2
+    staged = pmu_db_staged.stage_pmu(con, (names, [p[c].to_numpy() for c in names], pos, gids), 3)
+    old, pmu_db_staged.BUILD_CHUNK = pmu_db_staged.BUILD_CHUNK, 2
     try:
         budget = iter(range(rounds))
-        pmu_db.build_pmu(con, staged, built_ids, lambda: next(budget, None) is not None)
+        pmu_db_staged.build_pmu(con, staged, built_ids, lambda: next(budget, None) is not None)
     finally:
-        pmu_db.BUILD_CHUNK = old
+        pmu_db_staged.BUILD_CHUNK = old
     assert staged.done == min(len(pos), 2 * rounds)
-    assert pmu_db.unfold_pmu(con, staged, lambda s: final[s], {"TASK_PMU_INFO"}) == (miss == "none" or not rounds)
+    assert pmu_db_staged.unfold_pmu(con, staged, lambda s: final[s], {"TASK_PMU_INFO"}) == (miss == "none" or not rounds)
     assert _dump(con) == _dump(direct)
     assert not con.execute("SELECT name FROM sqlite_temp_master").fetchall()  # staged and built rows dropped
