@@ -46,7 +46,8 @@ def read_tasks(kinds: KindReader, rd: ResultDir, ticks: Ticks, host: HostApi, no
     t_thread = thread_codes(threads, tt["thread_id"])
     own_rt, anc = tree.point_ancestors(LEVEL_RUNTIME, t_thread, t_time)
     if (own_rt >= 0).any():
-        dev = api["device_id"].to_numpy().copy()
+        # the column's own array, written in place where read_api made it (no one else holds it)
+        dev = host.device_col if host.device_col is not None else api["device_id"].to_numpy().copy()
         dev[own_rt[own_rt >= 0]] = tt["device_id"][own_rt >= 0]
         api["device_id"] = dev
     node_api = anc[LEVEL_NODE]
