@@ -18,11 +18,23 @@ RANKS = {LEVEL_ACL: 1, LEVEL_MODEL: 2, LEVEL_NODE: 3, LEVEL_HCCL: 4, LEVEL_RUNTI
 TREE_LEVELS = tuple(RANKS)
 
 
+_RANK_OF = np.zeros(65536, np.int64)
+for _lv, _r in RANKS.items():
+    _RANK_OF[_lv] = _r
+# query rows per pass (``_containers``, ``point_ancestors``): each pass's temporaries stay small
+# and are reused, not a dozen arrays of every row (the single-op million: 4.2 M API rows, 34 MB
+# each, fresh pages every time)
+CHUNK = 1 << 16
+
+
 def level_rank(levels: np.ndarray) -> np.ndarray:
     """Rank per level; 0 for levels outside the tree (PTA, msproftx, aicpu, ...)."""
+    levels = np.asarray(levels)
+    if levels.dtype in (np.uint8, np.uint16):  # (the decoded level: one lookup)
+        return _RANK_OF[levels]
     out = np.zeros(len(levels), np.int64)
     for lv, r in RANKS.items():
-        out[np.asarray(levels) == lv] = r
+        out[levels == lv] = r
     return out
 
 
@@ -64,6 +76,16 @@ class CallTree:
 
     def _containers(self, thread, start, end, rank) -> np.ndarray:
         """Innermost API of rank < ``rank`` containing each [start, end] on the same thread."""
+        n = len(thread)
+        if n <= CHUNK:
+            return self._containers_of(thread, start, end, rank)
+        out = np.empty(n, np.int64)
+        for lo in range(0, n, CHUNK):
+            hi = lo + CHUNK
+            out[lo:hi] = self._containers_of(thread[lo:hi], start[lo:hi], end[lo:hi], rank[lo:hi])
+        return out
+
+    def _containers_of(self, thread, start, end, rank) -> np.ndarray:
         out = np.full(len(thread), -1, np.int64)
         qkey = self._key(thread, start) if self._fits else None
         for r in range(1, 5):  # shallow to deep: deeper containers overwrite
@@ -125,10 +147,24 @@ class CallTree:
 
     def point_ancestors(self, level: int, thread: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, dict[int, np.ndarray]]:
         """(same-level API or -1, ``{level: ancestor API or -1}``) for point records of ``level``."""
-        own = self.attach(level, thread, ts)
-        t = np.asarray(ts, np.int64)
+        thread, t = np.asarray(thread, np.int64), np.asarray(ts, np.int64)
+        n = len(thread)
+        if n <= CHUNK:
+            return self._point_ancestors(level, thread, t)
+        own = np.empty(n, np.int64)
+        anc = {lv: np.empty(n, np.int64) for lv in TREE_LEVELS}
+        for lo in range(0, n, CHUNK):
+            hi = lo + CHUNK
+            o, a = self._point_ancestors(level, thread[lo:hi], t[lo:hi])
+            own[lo:hi] = o
+            for lv in TREE_LEVELS:
+                anc[lv][lo:hi] = a[lv]
+        return own, anc
+
+    def _point_ancestors(self, level: int, thread: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        own = self.attach(level, thread, t)
         n = len(own)
-        container = self._containers(np.asarray(thread, np.int64), t, t, np.full(n, RANKS[level], np.int64))
+        container = self._containers_of(thread, t, t, np.full(n, RANKS[level], np.int64))
         base = np.where(own >= 0, own, container)
         anc = {}
         for lv in TREE_LEVELS:

@@ -27,6 +27,25 @@ from fractions import Fraction
 import numpy as np
 
 _MILLION = 1_000_000
+# values converted per pass: the ~25 temporaries of a conversion then stay in the cache and are
+# reused by the allocator, not 25 arrays of the whole column (4.2 M host API times: 34 MB each,
+# fresh pages every time, most of the conversion's cost was the kernel's)
+CHUNK = 1 << 16
+
+
+def by_chunks(fn, *arrays: np.ndarray, outs: int = 1):
+    """``fn(*arrays)`` computed CHUNK rows at a time into int64 outputs (``outs`` of them; ``fn``
+    elementwise and giving int64 arrays): the same values as one call over the whole arrays."""
+    arrays = tuple(np.asarray(a) for a in arrays)
+    n = len(arrays[0]) if arrays and np.ndim(arrays[0]) == 1 else -1
+    if n <= CHUNK:
+        return fn(*arrays)
+    out = tuple(np.empty(n, np.int64) for _ in range(outs))
+    for lo in range(0, n, CHUNK):
+        got = fn(*(a[lo:lo + CHUNK] for a in arrays))
+        for o, g in zip(out, got if outs > 1 else (got,)):
+            o[lo:lo + CHUNK] = g
+    return out if outs > 1 else out[0]
 
 
 def fits(cnt: np.ndarray, cnt0: int, mhz: float) -> bool:
@@ -94,8 +113,7 @@ def point_ns(cnt: np.ndarray, cnt0: int, mono0_ns: int, mhz: Fraction, local_off
     """Local ns of counter values msprof converts without the double (the AICORE_FREQ rows:
     ``GetLocalTime(HPFloat(GetTimeFromSyscnt(...))).Uint64()``, aicore_freq_processor.cpp): the
     exact decimal of steps 1-2, floored.  int64."""
-    whole_ns, _ = _cnt_to_decimal(cnt, cnt0, mono0_ns, mhz)
-    return whole_ns + np.int64(local_offset_ns)
+    return by_chunks(lambda c: _cnt_to_decimal(c, cnt0, mono0_ns, mhz)[0] + np.int64(local_offset_ns), cnt)
 
 
 def _cnt_to_double(cnt: np.ndarray, cnt0: int, mono0_ns: int, mhz: Fraction) -> np.ndarray:
@@ -115,6 +133,11 @@ def task_ns(start_cnt: np.ndarray, end_cnt: np.ndarray, cnt0: int, mono0_ns: int
     """(start ns, end ns, span ns) in local wall-clock time of device tasks, as msprof's C++
     analysis writes them (module doc): ``end - start`` is op_summary's duration, ``span`` (the
     double ``end_d - start_d`` truncated) task_time's and the timeline's.  int64 arrays."""
+    return by_chunks(lambda s, e: _task_ns(s, e, cnt0, mono0_ns, mhz, local_offset_ns), start_cnt, end_cnt, outs=3)
+
+
+def _task_ns(start_cnt: np.ndarray, end_cnt: np.ndarray, cnt0: int, mono0_ns: int, mhz: Fraction,
+             local_offset_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     s_d = _cnt_to_double(start_cnt, cnt0, mono0_ns, mhz)
     e_d = _cnt_to_double(end_cnt, cnt0, mono0_ns, mhz)
     dur_d = e_d - s_d  # the AscendTask duration column

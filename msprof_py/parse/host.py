@@ -71,6 +71,9 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None, p
         ctx.warnings = expand_log
         ready(dicts, expand_stream_spec.status(kinds.get(raw_expand.FILE_TAG)))
         ctx.warnings = warnings
+    # the kinds the tasks are built from need only the dictionaries: decoded on a thread while the
+    # API calls are (in the order they are taken; their warnings given where they were before)
+    kinds.prefetch([raw_node.FILE_TAG, raw_tensor.FILE_TAG, raw_task.FILE_TAG, raw_ctx.FILE_TAG])
     ticks = ticks if ticks is not None else rd.host_ticks()
     pid = int(rd.info.get("pid", -1) or -1) if str(rd.info.get("pid", "")).lstrip("-").isdigit() else -1
 
@@ -82,6 +85,7 @@ def load_host(rd: ResultDir, warnings: WarningLog, ticks: Ticks | None = None, p
     graph = kinds.get(raw_graph.FILE_TAG)
     graph_ids = frame({k: graph[k] for k in ("model_name", "graph_id", "model_id")})
     expand_status = expand_stream_spec.status(kinds.get(raw_expand.FILE_TAG))
+    kinds.settle()  # (every prefetched kind was taken: the thread has ended)
     warnings.replay(expand_log)
     return HostData(host.api, tasks, host_flips, comm_ops, hccl_infos, memcpy, fusion, graph_ids, dicts,
                     expand_status, kinds, kinds.extra_tables(CORE_KINDS))

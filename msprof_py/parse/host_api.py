@@ -21,7 +21,7 @@ from msprof_py.parse.records.dictionaries import Dictionaries
 from msprof_py.parse.registry import KindReader
 from msprof_py.raw import api_event as raw_api
 from msprof_py.raw.common import (ACL_HOST_HCCL, ACL_MODEL, ACL_NN, ACL_OP, ACL_OTHERS, ACL_RTS, ACL_ASCENDC,
-                                  INVALID_U32, LEVEL_ACL, LEVEL_MODEL, LEVEL_NAMES)
+                                  LEVEL_ACL, LEVEL_NAMES)
 
 ACL_FAMILIES = {ACL_OP: "ACL_OP", ACL_MODEL: "ACL_MODEL", ACL_RTS: "ACL_RTS", ACL_OTHERS: "ACL_OTHERS",
                 ACL_NN: "ACL_NN", ACL_ASCENDC: "ACL_ASCENDC", ACL_HOST_HCCL: "HOST_HCCL", 9: "ACL_DVPP",
@@ -37,7 +37,7 @@ class HostApi:
     tree: CallTree
     threads: pd.Index  # thread id of each call tree thread code
     item: Any  # item_id resolved through hash_dic (Categorical)
-    model_of_api: np.ndarray  # Model-level calls: their model id; others INVALID_U32
+    model_of_api: np.ndarray  # at a Model-level call's row its model id (item_id as int64; other rows: their item_id)
 
 
 def read_api(kinds: KindReader, rd: ResultDir, ticks: Ticks, dicts: Dictionaries, warnings: WarningLog,
@@ -88,16 +88,26 @@ def read_api(kinds: KindReader, rd: ResultDir, ticks: Ticks, dicts: Dictionaries
         "start_ns": start,
         "end_ns": end,
         "dur_ns": end - start,
-        "dur_ticks": (a["end"].astype(np.int64) - a["start"].astype(np.int64)),
+        "dur_ticks": _tick_diff(a["end"], a["start"]),
         "before_profiling": zero_begin,
         "connection_id": a["connection_id"],
         "request_id": a["request_id"],
         "parent": tree.parent,
         "device_id": np.full(len(start), -1, np.int64),
     })
-    # Model-level APIs carry the model id in item_id (a number msprof prints unresolved)
-    model_of_api = np.where(a["level"] == LEVEL_MODEL, a["item_id"].astype(np.int64), INVALID_U32)
+    # Model-level APIs carry the model id in item_id (a number msprof prints unresolved); read
+    # only at Model-level rows (the call tree's Model ancestors), so item_id itself, as int64
+    item_id = a["item_id"]
+    model_of_api = item_id.view(np.int64) if item_id.dtype == np.uint64 else item_id.astype(np.int64)
     return HostApi(api, a, tree, threads, item, model_of_api)
+
+
+def _tick_diff(end: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """``end - start`` as int64 (two's complement, as ``end.astype(int64) - start.astype(int64)``
+    gives it), without the two int64 copies when both are uint64."""
+    if end.dtype == np.uint64 and start.dtype == np.uint64:
+        return (end - start).view(np.int64)
+    return end.astype(np.int64) - start.astype(np.int64)
 
 
 def thread_codes(threads: pd.Index, values: np.ndarray) -> np.ndarray:

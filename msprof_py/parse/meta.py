@@ -134,7 +134,10 @@ class Ticks:
         host API times, ``api_processor.cpp``)."""
         if self.cpp and self.mhz != HOST_DEFAULT_FREQ_MHZ and cpp_time.fits(cnt, self.cnt0, float(self.mhz)):
             return cpp_time.point_ns(cnt, self.cnt0, self.mono0_ns, self.mhz, self.local_offset_ns)
-        delta = np.asarray(cnt, dtype=np.uint64).astype(np.int64) - np.int64(self.cnt0)
+        return cpp_time.by_chunks(self._exact_ns, np.asarray(cnt, dtype=np.uint64))
+
+    def _exact_ns(self, cnt: np.ndarray) -> np.ndarray:
+        delta = cnt.astype(np.int64) - np.int64(self.cnt0)
         return self.dur_ns(delta) + np.int64(self.mono0_ns + self.local_offset_ns)
 
     def dur_ns(self, ticks: np.ndarray) -> np.ndarray:
