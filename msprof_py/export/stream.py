@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -24,6 +25,7 @@ from msprof_py.memory import trim
 from msprof_py.parse.session import Session
 from msprof_py.parse.source import DevicePart, ProfSource
 
+BESIDE_AFTER = ("timeline", "msprof")  # the device job after which the thread beside starts (Stream.beside_ok)
 STREAM_ENV = "MSPROF_PY_STREAM"  # "0": export from the whole session (for comparisons)
 DB_THREAD_ENV = "MSPROF_PY_DB_THREAD"  # "0": the DB after the text files, not beside them (process or thread)
 
@@ -91,7 +93,7 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
                 bar.update(len(got))
             for i, (ex, dev) in enumerate(jobs):
                 if dev is None and ex.kind != "db":
-                    done[i] = run_job(ex, source.host, out_dir, naming, ctx)
+                    done[i] = state.host_job(i) or run_job(ex, source.host, out_dir, naming, ctx)
                     bar.update(1)
             if state.db is not None:
                 done[db[0]] = state.db_result()
@@ -103,6 +105,7 @@ def export_streamed(prof: Path, options: ExportOptions, layers: frozenset[str] |
             source.settle(quiet=True)
             raise
         finally:
+            state.stop_beside()  # (its thread done: nothing written after the export returns or fails)
             state.held = None
             if state.db is not None:
                 state.db.stop()
@@ -153,6 +156,11 @@ class Stream:
     # files of copied layers still being written on their threads (atomic.Later; ctx.later while
     # a device's jobs run): settled before the next fork (a device's DB process) and at the end
     later: Later = field(default_factory=Later)
+    # the thread beside a one-device dir's last files (see beside_ok): the device's advice, then the
+    # host-side summaries (their results by job index, collected in job order by host_job)
+    beside: ThreadPoolExecutor | None = None
+    advice: Future | None = None
+    host_done: dict[int, Future] = field(default_factory=dict)
 
     def what(self, dev: int | None) -> str:
         return f"exporting device {dev} of {self.prof}" if dev is not None else f"writing the DB of {self.prof}"
@@ -195,6 +203,43 @@ class Stream:
         except OSError as err:
             raise write_error(err, self.out_dir) from None
 
+    def beside_ok(self, dev: int | None, db: Any, told: bool) -> bool:
+        """Whether ``dev``'s advice and the host-side summaries run on a thread beside its last
+        files: a one-device dir whose DB a forked process writes (in this process, one task at a
+        time).  Its DB process, forked at the start of the device, ends during or before the
+        device's last files (the component timelines after msprof_N.json: renders bound by their
+        writer threads' ~0.5 GB of fresh page-cache pages, and copies), so a core idles there
+        while the advice and api_statistic (~0.5-0.8 s of the single-op million's main thread)
+        waited for the end.  Several devices (B', the 10M): as before, each device's advice while
+        the next DB process works (the memory of a thread beside the files counted on B')."""
+        return (isinstance(db, DbProcesses) and not told and not self.parallel and len(self.source.devices) == 1
+                and dev in self.source.devices)
+
+    def start_beside(self, dev: int, session: Session) -> None:
+        """The thread of :meth:`beside_ok`: the advice (``per_device``), then each host-side
+        summary with a context of its own (warnings, notes; summaries share no rendered layer)."""
+        self.beside = ThreadPoolExecutor(1, thread_name_prefix="msprof-py-beside")
+        if self.per_device is not None:
+            self.advice = self.beside.submit(self.per_device, self.prof, dev, session)
+        for i, (ex, d) in enumerate(self.jobs):
+            if d is None and ex.kind == "summary":
+                own = ExportContext(layers=self.ctx.layers, slice_bytes=self.ctx.slice_bytes)
+                self.host_done[i] = self.beside.submit(run_job, ex, self.source.host, self.out_dir, self.naming, own)
+
+    def host_job(self, i: int) -> Done | None:
+        """Host-side job ``i``'s result when it ran beside the last device (its error raised
+        here, where the job would have run), else None."""
+        got = self.host_done.pop(i, None)
+        return got.result() if got is not None else None
+
+    def stop_beside(self) -> None:
+        """Wait for the thread beside the files (a failed export: its summaries not yet started
+        are dropped, the one running completes its file)."""
+        if self.beside is not None:
+            self.beside.shutdown(wait=True, cancel_futures=True)
+            self.beside, self.advice = None, None
+            self.host_done.clear()
+
     def run(self, dev: int | None) -> dict[int, Done]:
         ctx = self.ctx
         if self.parallel and ctx.scratch is not None:  # a worker: scratch files of its own
@@ -229,12 +274,20 @@ class Stream:
         told = isinstance(db, DbProcesses) and dev != self.source.devices[-1]
         if isinstance(db, DbProcesses) and not told:
             self.held = session  # (until the DB's result: see held)
+        beside = self.beside_ok(dev, db, told)
         try:
-            out = {i: run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
-                   for i, (ex, d) in enumerate(self.jobs) if d == dev}
+            out = {}
+            for i, (ex, d) in enumerate(self.jobs):
+                if d == dev:
+                    out[i] = run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
+                    if beside and (ex.kind, ex.name) == BESIDE_AFTER:
+                        self.start_beside(dev, session)
             if told:
                 db.let_go()
-            if self.per_device is not None and dev in self.source.devices:
+            if self.advice is not None:
+                self.advice.result()  # (before this device's tables go, as inline)
+                self.advice = None
+            elif self.per_device is not None and dev in self.source.devices:
                 self.per_device(self.prof, dev, session)
             if told:
                 db.wait_room()

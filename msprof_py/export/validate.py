@@ -267,8 +267,12 @@ def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     links = (kids, nest.parent[kids], nest.prev[later], later)
     sv = viewer_ns(start)
     changed = np.zeros(len(out), bool)
+    # the rounds' buffers, filled again each round: an int64 per slice is over glibc's pinned mmap
+    # threshold from ~4.2 M slices (the single-op million's CANN layer), so a new one each round
+    # was a fresh mapping faulted in page by page
+    limit, fix = np.empty(len(out), np.int64), np.empty(len(out), bool)
     for _ in range(4):  # a shortened parent tightens its children: repeat until stable
-        fix = _tighten(out, sv, links, slack_ns, max_shift_ns)
+        fix = _tighten(out, sv, links, slack_ns, max_shift_ns, limit, fix)
         if not fix.any():
             break
         changed |= fix
@@ -276,9 +280,15 @@ def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
 
 
 def _tighten(out: np.ndarray, sv: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-             slack_ns: int, max_shift_ns: int) -> np.ndarray:
+             slack_ns: int, max_shift_ns: int, limit: np.ndarray | None = None,
+             fix: np.ndarray | None = None) -> np.ndarray:
+    """One round of :func:`viewer_durations`: ``out`` shortened in place where needed; returns
+    which slices changed (``fix``, refilled when given; ``limit``: a buffer of one int64 per
+    slice, its values not read)."""
     kids, parents, earlier, later = links
-    limit = np.full(len(out), np.iinfo(np.int64).max, np.int64)  # latest allowed viewer end
+    if limit is None:
+        limit = np.empty(len(out), np.int64)
+    limit.fill(np.iinfo(np.int64).max)  # latest allowed viewer end
     limit[kids] = sv[parents] + out[parents] - slack_ns
     # the previous sibling must end before this slice starts (one temporary of the links' length)
     t = sv[later]
@@ -286,7 +296,8 @@ def _tighten(out: np.ndarray, sv: np.ndarray, links: tuple[np.ndarray, np.ndarra
     np.minimum(t, limit[earlier], out=t)
     limit[earlier] = t
     del t
-    fix = np.empty(len(out), bool)
+    if fix is None:
+        fix = np.empty(len(out), bool)
     for a in range(0, len(out), VIEWER_BLOCK):  # in blocks: the temporaries stay small
         b = a + VIEWER_BLOCK
         end_v, lim = sv[a:b] + out[a:b], limit[a:b]
