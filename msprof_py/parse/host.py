@@ -118,8 +118,8 @@ def _communication(kinds: KindReader, ticks: Ticks, host: HostApi,
     hccl_idx = np.flatnonzero(a["level"] == LEVEL_HCCL)
     op = kinds.get(raw_hccl_op.FILE_TAG)
     op_node = tree.attach(LEVEL_NODE, thread_codes(threads, op["thread_id"]), ticks.to_local_ns(op["timestamp"]))
-    node_anc = tree.ancestors[LEVEL_NODE][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
-    model_anc = tree.ancestors[LEVEL_MODEL][hccl_idx] if len(hccl_idx) else np.zeros(0, np.int64)
+    anc = tree.ancestors_at(hccl_idx)
+    node_anc, model_anc = anc[LEVEL_NODE], anc[LEVEL_MODEL]
     info = frame({"node_api": op_node, "group_name": op["group_name"], "group_hash": op["group_hash"],
                   "data_type": op["data_type"], "alg_type": op["alg_type"],
                   "count": op["count"]}).drop_duplicates("node_api", keep="last")

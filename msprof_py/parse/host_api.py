@@ -38,6 +38,7 @@ class HostApi:
     threads: pd.Index  # thread id of each call tree thread code
     item: Any  # item_id resolved through hash_dic (Categorical)
     model_of_api: np.ndarray  # at a Model-level call's row its model id (item_id as int64; other rows: their item_id)
+    device_col: np.ndarray | None = None  # the array api["device_id"] was made from (only api holds it)
 
 
 def read_api(kinds: KindReader, rd: ResultDir, ticks: Ticks, dicts: Dictionaries, warnings: WarningLog,
@@ -78,6 +79,7 @@ def read_api(kinds: KindReader, rd: ResultDir, ticks: Ticks, dicts: Dictionaries
         name = cats.where(is_acl, cats.from_codes(np.zeros(len(is_acl), np.int64), ["0"]), name)
     item = dicts.resolve_hash(a["item_id"])
     lv_codes, lv_uniq = pd.factorize(a["level"])
+    device_col = np.full(len(start), -1, np.int64)  # set where a Runtime call launched a task (read_tasks)
     api = frame({
         "pid": np.full(len(start), pid, np.int64),
         "thread_id": a["thread_id"].astype(np.int64),
@@ -93,13 +95,13 @@ def read_api(kinds: KindReader, rd: ResultDir, ticks: Ticks, dicts: Dictionaries
         "connection_id": a["connection_id"],
         "request_id": a["request_id"],
         "parent": tree.parent,
-        "device_id": np.full(len(start), -1, np.int64),
+        "device_id": device_col,
     })
     # Model-level APIs carry the model id in item_id (a number msprof prints unresolved); read
     # only at Model-level rows (the call tree's Model ancestors), so item_id itself, as int64
     item_id = a["item_id"]
     model_of_api = item_id.view(np.int64) if item_id.dtype == np.uint64 else item_id.astype(np.int64)
-    return HostApi(api, a, tree, threads, item, model_of_api)
+    return HostApi(api, a, tree, threads, item, model_of_api, device_col)
 
 
 def _tick_diff(end: np.ndarray, start: np.ndarray) -> np.ndarray:

@@ -46,9 +46,14 @@ def read_tasks(kinds: KindReader, rd: ResultDir, ticks: Ticks, host: HostApi, no
     t_thread = thread_codes(threads, tt["thread_id"])
     own_rt, anc = tree.point_ancestors(LEVEL_RUNTIME, t_thread, t_time)
     if (own_rt >= 0).any():
-        dev = api["device_id"].to_numpy().copy()
+        # the column's own array, written in place where read_api made it (no one else holds it;
+        # set again only where the frame holds a copy: a set column is copied, 34 MB on the million)
+        col = api["device_id"].to_numpy()
+        own = host.device_col is not None and np.shares_memory(col, host.device_col)
+        dev = host.device_col if own else col.copy()
         dev[own_rt[own_rt >= 0]] = tt["device_id"][own_rt >= 0]
-        api["device_id"] = dev
+        if not own:
+            api["device_id"] = dev
     node_api = anc[LEVEL_NODE]
     model_api = anc[LEVEL_MODEL]
     acl_api = anc[LEVEL_ACL]
@@ -79,7 +84,7 @@ def read_tasks(kinds: KindReader, rd: ResultDir, ticks: Ticks, host: HostApi, no
 
     host_type = tt["task_type"]
     n = len(t_time)
-    tasks = frame({
+    columns = {
         "device_id": tt["device_id"].astype(np.int64),
         "stream_id": tt["stream_id"].astype(np.int64),
         "task_id": tt["task_id"].astype(np.int64),
@@ -98,7 +103,7 @@ def read_tasks(kinds: KindReader, rd: ResultDir, ticks: Ticks, host: HostApi, no
         "hccl_api": hccl_api,
         "runtime_api": own_rt,
         "thread_id": tt["thread_id"].astype(np.int64),
-    })
+    }
     has_node = node_api >= 0
     found: dict[int, np.ndarray] = {}
     for col, default in (("op_name", "\0"), ("op_type", "N/A"), ("task_type", "\0"), ("op_state", "N/A"),
@@ -110,12 +115,14 @@ def read_tasks(kinds: KindReader, rd: ResultDir, ticks: Ticks, host: HostApi, no
             found[key] = np.where(has_node, src.index_of(np.maximum(node_api, 0)), -1) if n else np.zeros(0, np.int64)
         idx = found[key]
         if isinstance(src.values, pd.Categorical):
-            tasks[col] = cats.take(src.values, idx, default)
+            columns[col] = cats.take(src.values, idx, default)
         else:
             vals = np.full(n, default, np.int64)
             ok = idx >= 0
             vals[ok] = src.values[idx[ok]]
-            tasks[col] = vals
+            columns[col] = vals
+    tasks = frame(columns)  # (one frame over the columns: a column set into a frame is copied)
+    del columns
     # op name: the node_basic_info name, else the Node API's item_id, else the HCCL API's
     missing = np.asarray(tasks["op_name"].cat.codes) == list(tasks["op_name"].cat.categories).index("\0")
     fallback_api = np.where(has_node, node_api, hccl_api)

@@ -66,3 +66,16 @@ def test_level_rank_lookup():
     loop = level_rank(lv.astype(np.int64))  # (the comparison per level)
     assert np.array_equal(level_rank(lv), loop) and level_rank(lv).dtype == np.int64
     assert np.array_equal(level_rank(lv.astype(np.uint8)), level_rank(lv.astype(np.uint8).astype(np.int64)))
+
+
+def test_ancestors_at_walks_the_parents():
+    rng = np.random.default_rng(11)
+    thread, start, end, lv = _tree_input(rng, 4000)
+    t = CallTree(thread, start, end, lv)
+    rows = np.r_[rng.integers(-1, len(lv), 3000), np.arange(len(lv)), -1]
+    got = t.ancestors_at(rows)
+    full = t.ancestors  # (the per-level arrays of every API, rank by rank)
+    for k, a in full.items():
+        want = np.where(rows >= 0, a[np.maximum(rows, 0)], -1)
+        assert got[k].dtype == np.int64 and np.array_equal(got[k], want), k
+    assert all(len(v) == 0 for v in t.ancestors_at(np.zeros(0, np.int64)).values())
