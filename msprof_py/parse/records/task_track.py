@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from msprof_py.parse import cats
 from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw.common import LEVEL_RUNTIME
 
@@ -19,9 +20,9 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, dict[str, np.ndarray]]
     flips: device_id, stream_id, task_id, flip_num, timestamp."""
     dicts = ctx.dicts
     task_type = dicts.resolve_type(np.full(len(parts), LEVEL_RUNTIME), parts.col("task_type", np.uint64) & np.uint64(0xFFFFFFFF))
-    names = np.asarray(task_type)
-    is_flip = names == "FLIP_TASK"
-    keep = ~is_flip & (names != "MAINTENANCE")
+    # by the categories' codes (not 1 M names as Python strings compared one by one, under the GIL)
+    is_flip = cats.isin(task_type, ("FLIP_TASK",))
+    keep = ~is_flip & ~cats.isin(task_type, ("MAINTENANCE",))
     dev = parts.col("device_id", np.uint16) & np.uint16(0x0FFF)
     stream = parts.col("stream_id", np.uint16)
     task = parts.col("task_id", np.uint16)
