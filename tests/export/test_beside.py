@@ -97,7 +97,7 @@ def test_an_interrupted_export_waits_for_the_thread_beside(one_device: Path, tmp
         return write(self, *a, **k)
 
     def interrupted(*a, **k):
-        assert started.wait(10)
+        assert started.wait(60)  # (the advice runs first on that thread)
         raise raised(errno.EIO, "I/O error") if raised is OSError else raised()
 
     monkeypatch.setattr(ApiStatistic, "write", slow)
