@@ -157,3 +157,44 @@ def test_unsupported_descriptor_is_left_alone(calls: dict, monkeypatch: pytest.M
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_written_by_offsets(tmp_path: Path, calls: dict) -> None:
+    """The stateless form (the DB's page writer reopens the file for each write): the new range's
+    writeback started, the pages from ``keep`` to a window before it dropped, page-aligned."""
+    path = tmp_path / "x.db"
+    step = 48 * KiB
+    with open(path, "wb") as f:
+        for k in range(10):
+            f.write(os.urandom(step))
+            f.flush()
+            drop_behind.written(f.fileno(), k * step, (k + 1) * step, keep=4096)
+    assert [(off, n) for _, off, n in calls["sync"]] == [(k * step, step) for k in range(10)]
+    drops = [(off, n) for _, off, n in calls["drop"]]
+    firsts = [k for k in range(10) if k * step - drop_behind.WINDOW_BYTES > 4096]
+    assert len(drops) == len(firsts)
+    for (off, n), k in zip(drops, firsts):
+        upto = k * step - drop_behind.WINDOW_BYTES
+        assert off == 4096 and off + n == upto - upto % 4096
+
+
+def test_a_db_is_written_with_drop_behind(tmp_path: Path, calls: dict) -> None:
+    """The DB's bulk page writer starts the writeback of the pages it appends (page 1 never dropped)."""
+    import sqlite3
+
+    import numpy as np
+
+    from msprof_py.export.db_pages import TablePages, write_columns
+
+    con = sqlite3.connect(tmp_path / "t.db")
+    con.execute("CREATE TABLE T (a INTEGER, b INTEGER)")
+    pages = TablePages("T")
+    n = 200_000
+    a = np.arange(n, dtype=np.int64)
+    assert write_columns(con, pages, [a, a * 3], n) == n
+    pages.finish(con)
+    con.commit()
+    assert con.execute("SELECT COUNT(*), SUM(a), SUM(b) FROM T").fetchone() == (n, int(a.sum()), int(3 * a.sum()))
+    con.close()
+    assert calls["sync"], "no writeback started for the DB's pages"
+    assert all(off >= 4096 for _, off, _ in calls["drop"])
