@@ -325,7 +325,7 @@ def viewer_ns(ns: np.ndarray) -> np.ndarray:
 
 def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,
                      slack_ns: int = 256, max_shift_ns: int = 1024,
-                     nest: Nesting | None = None) -> tuple[np.ndarray, int]:
+                     nest: Nesting | None = None, scratch: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Durations to write so that slices that nest exactly also nest in the viewer.
 
     With the viewer's rounded starts (:func:`viewer_ns`, up to ~±250 ns off), a child ending at
@@ -335,11 +335,15 @@ def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     ``slack_ns`` before its parent's end / its sibling's start as the viewer sees them.  Only
     changes below ``max_shift_ns`` are made: real overlaps are reported by
     :func:`nesting_problems`, not hidden.  ``nest``: the slices' :func:`nesting` when the caller
-    has it.  Returns (durations, number of slices changed)."""
+    has it; ``scratch``: an int64 array of one value per slice whose values the caller no longer
+    needs (the rounds' buffer: over glibc's mmap threshold a new one is a fresh mapping).
+    Returns (durations, number of slices changed): ``dur`` itself (as int64) when none changed,
+    else a copy (the usual timeline changes none: no copy of its durations)."""
     start = np.asarray(start, np.int64)
-    out = np.asarray(dur, np.int64).copy()
+    dur = np.asarray(dur, np.int64)
+    out = dur
     if len(out) == 0:
-        return out, 0
+        return out.copy(), 0
     if nest is None:
         nest = nesting(np.asarray(pid), np.asarray(tid), start, start + out)
     # the links, the same in every round: children and their parents, slices and their next
@@ -352,21 +356,29 @@ def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     # the rounds' buffers, filled again each round: an int64 per slice is over glibc's pinned mmap
     # threshold from ~4.2 M slices (the single-op million's CANN layer), so a new one each round
     # was a fresh mapping faulted in page by page
-    limit, fix = np.empty(len(out), np.int64), np.empty(len(out), bool)
+    usable = scratch is not None and scratch.dtype == np.int64 and scratch.shape == out.shape \
+        and scratch.flags.writeable and scratch.flags.c_contiguous
+    limit = scratch if usable else np.empty(len(out), np.int64)
+    fix = np.empty(len(out), bool)
     for _ in range(4):  # a shortened parent tightens its children: repeat until stable
-        fix = _tighten(out, sv, links, slack_ns, max_shift_ns, limit, fix)
-        if not fix.any():
+        fix = _tighten(out, sv, links, slack_ns, max_shift_ns, limit, fix, write=False)
+        f = np.flatnonzero(fix)
+        if not len(f):
             break
+        if out is dur:  # the first change: the durations copied only now
+            out = dur.copy()
+        out[f] = limit[f] - sv[f]
         changed |= fix
     return out, int(changed.sum())
 
 
 def _tighten(out: np.ndarray, sv: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
              slack_ns: int, max_shift_ns: int, limit: np.ndarray | None = None,
-             fix: np.ndarray | None = None) -> np.ndarray:
-    """One round of :func:`viewer_durations`: ``out`` shortened in place where needed; returns
-    which slices changed (``fix``, refilled when given; ``limit``: a buffer of one int64 per
-    slice, its values not read)."""
+             fix: np.ndarray | None = None, write: bool = True) -> np.ndarray:
+    """One round of :func:`viewer_durations`: ``out`` shortened in place where needed (only
+    ``limit`` and ``fix`` filled without ``write``: the new durations are ``limit - sv`` where
+    ``fix``); returns which slices change (``fix``, refilled when given; ``limit``: a buffer of
+    one int64 per slice, its values not read)."""
     kids, parents, earlier, later = links
     if limit is None:
         limit = np.empty(len(out), np.int64)
@@ -384,8 +396,9 @@ def _tighten(out: np.ndarray, sv: np.ndarray, links: tuple[np.ndarray, np.ndarra
         b = a + VIEWER_BLOCK
         end_v, lim = sv[a:b] + out[a:b], limit[a:b]
         fix[a:b] = (end_v > lim) & (end_v - lim <= max_shift_ns) & (lim - sv[a:b] >= 0)
-    f = np.flatnonzero(fix)
-    out[f] = limit[f] - sv[f]
+    if write:
+        f = np.flatnonzero(fix)
+        out[f] = limit[f] - sv[f]
     return fix
 
 
