@@ -25,6 +25,7 @@ from msprof_py.errors import InvalidPathError, MsprofError, WarningLog
 from msprof_py.export import base
 from msprof_py.export.base import REGISTRY, ExportContext, Naming
 from msprof_py.export.session_access import device_ids
+from msprof_py.memory import trim
 from msprof_py.parse import cache
 from msprof_py.parse.session import Session
 from msprof_py.parse.source import replay
@@ -131,18 +132,23 @@ def prepare(prof: Path, options: ExportOptions, session: Session, selected: bool
 
 
 def run_job(ex: base.Exporter, session: Session, target: Path, naming: Naming, ctx: ExportContext,
-         write: Callable[[], list[Path]] | None = None) -> Done:
-    """Run one job; its warnings and notes go to its own :class:`Done`."""
+         write: Callable[[], list[Path]] | None = None, trim_after: bool = True) -> Done:
+    """Run one job; its warnings and notes go to its own :class:`Done`.  ``trim_after``: the heap
+    it freed handed back to the system (``malloc_trim``) before the next job.  Off for the jobs of a
+    one-device dir (:meth:`~msprof_py.export.stream.Stream.run`): the next exporter takes the heap
+    this one freed, where a trim handed it back and every page came again as a fresh page fault
+    (the single-op million's main thread: 168-213 k -> 110-118 k minor faults with the other cuts
+    of issue 12 phase 13); its peak is its parse's.  On with several devices (B', the 10M), whose
+    peak is a device's files beside its DB process: the heap kept from a device's earlier files
+    counted there (B' PSS +6 MB on average in 7 pairs without the trims)."""
     done = Done()
     ctx.warnings, ctx.notes = done.warnings, done.notes
     try:
         done.paths = write() if write is not None else ex.write(session, target, naming, ctx)
     except OSError as err:  # one line naming the file, whatever the exporter was doing
         raise write_error(err, target) from None
-    # (no malloc_trim here: the next exporter of the device takes the heap this one freed, where a
-    # trim handed it back and every page came again as a fresh page fault: on the single-op million
-    # 178-195 k -> 130 k minor faults of the main thread; the heap is trimmed after each device,
-    # stream.Stream.run, so what is kept is bounded by one device's largest exporter)
+    if trim_after:
+        trim()  # this exporter's freed tables back to the system before the next one
     sizes = ctx.later.sizes if ctx.later is not None else {}  # (a file still being written: its size to be)
     done.lines = [f"[INFO] wrote {p.name} ({sizes[p] if p in sizes else p.stat().st_size} bytes)" for p in done.paths]
     return done
