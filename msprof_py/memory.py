@@ -13,7 +13,10 @@ by default): the columns of one device's tables (a few MB each for a million tas
 exporters' temporaries come from the heap and are reused there, instead of being mapped, zeroed
 and faulted in again for every temporary; only columns of >= 4 M int64 values get their own mapping.
 :func:`trim` between two exporters and two devices hands back what the heap holds free
-(``malloc_trim``), so the peak stays one exporter's working set.  Why these values: the page faults
+(``malloc_trim``), so the peak stays one exporter's working set; not between the exporters of a
+one-device dir (issue 12 phase 13, ``jobs.run_job``): there the next exporter takes again what the
+last one freed, where a trimmed page came back as a fresh page fault (on a VM with free page
+reporting, a host fault too), and the peak is the parse's.  Why these values: the page faults
 were the kernel time of the export.  On the 1,000,968-task collection (2 devices, `msprof-py export`,
 2026-11-24, 2-core VM shared with a fuzz campaign): 4 MiB / default trim: 1.9 M page faults, 5.5 s
 system time, 381-388 MB peak; 32 MiB / default trim: 1.2 M, 3.8-4.5 s, 384-394 MB; 32 MiB / 128 MiB

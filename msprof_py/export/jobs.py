@@ -132,15 +132,23 @@ def prepare(prof: Path, options: ExportOptions, session: Session, selected: bool
 
 
 def run_job(ex: base.Exporter, session: Session, target: Path, naming: Naming, ctx: ExportContext,
-         write: Callable[[], list[Path]] | None = None) -> Done:
-    """Run one job; its warnings and notes go to its own :class:`Done`."""
+         write: Callable[[], list[Path]] | None = None, trim_after: bool = True) -> Done:
+    """Run one job; its warnings and notes go to its own :class:`Done`.  ``trim_after``: the heap
+    it freed handed back to the system (``malloc_trim``) before the next job.  Off for the jobs of a
+    one-device dir (:meth:`~msprof_py.export.stream.Stream.run`): the next exporter takes the heap
+    this one freed, where a trim handed it back and every page came again as a fresh page fault
+    (the single-op million's main thread: 168-213 k -> 110-118 k minor faults with the other cuts
+    of issue 12 phase 13); its peak is its parse's.  On with several devices (B', the 10M), whose
+    peak is a device's files beside its DB process: the heap kept from a device's earlier files
+    counted there (B' PSS +6 MB on average in 7 pairs without the trims)."""
     done = Done()
     ctx.warnings, ctx.notes = done.warnings, done.notes
     try:
         done.paths = write() if write is not None else ex.write(session, target, naming, ctx)
     except OSError as err:  # one line naming the file, whatever the exporter was doing
         raise write_error(err, target) from None
-    trim()  # this exporter's freed tables back to the system before the next one
+    if trim_after:
+        trim()  # this exporter's freed tables back to the system before the next one
     sizes = ctx.later.sizes if ctx.later is not None else {}  # (a file still being written: its size to be)
     done.lines = [f"[INFO] wrote {p.name} ({sizes[p] if p in sizes else p.stat().st_size} bytes)" for p in done.paths]
     return done

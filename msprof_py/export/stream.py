@@ -224,7 +224,8 @@ class Stream:
         for i, (ex, d) in enumerate(self.jobs):
             if d is None and ex.kind == "summary":
                 own = ExportContext(layers=self.ctx.layers, slice_bytes=self.ctx.slice_bytes)
-                self.host_done[i] = self.beside.submit(run_job, ex, self.source.host, self.out_dir, self.naming, own)
+                self.host_done[i] = self.beside.submit(run_job, ex, self.source.host, self.out_dir, self.naming, own,
+                                                       trim_after=False)  # (one device: see run_job)
 
     def host_job(self, i: int) -> Done | None:
         """Host-side job ``i``'s result when it ran beside the last device (its error raised
@@ -279,7 +280,8 @@ class Stream:
             out = {}
             for i, (ex, d) in enumerate(self.jobs):
                 if d == dev:
-                    out[i] = run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx)
+                    out[i] = run_job(ex, session, self.out_dir, self.naming.for_device(dev), ctx,
+                                     trim_after=len(self.source.devices) > 1)  # (see run_job)
                     if beside and (ex.kind, ex.name) == BESIDE_AFTER:
                         self.start_beside(dev, session)
             if told:

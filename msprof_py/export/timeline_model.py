@@ -78,9 +78,9 @@ class Timeline:
                 key = overlap_order(nest, start, end)
                 key[1], key[4] = whole(key[1]), whole(key[4])
                 keys.append(key)
-            del end
-            fitted, n = viewer_durations(pid, tid, start, dur, nest=nest)
-            del pid, tid, nest
+            # (end: the fitting's buffer, its values no longer read; one 34 MB mapping fewer at 4.2 M slices)
+            fitted, n = viewer_durations(pid, tid, start, dur, nest=nest, scratch=end)
+            del pid, tid, nest, end
             if n:
                 changed += n
                 pos = 0

@@ -24,24 +24,35 @@ import pandas as pd
 
 MAX_SAFE_ID = 2**53
 VIEWER_BLOCK = 1 << 16  # values per block of viewer_ns
+NEST_BLOCK = 1 << 16  # slices per block of the nesting walk (about: blocks end before a root)
 
 
-def _order(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def _order(thread: np.ndarray | None, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Indices sorted by (thread, start asc, end desc), ties in input order, with stable sorts,
     cheap on time-ordered data.  The end only orders slices that start together: when no two
-    do (the usual case) one sort by start is the whole (start, end) order; one thread needs no
-    third sort."""
+    do (the usual case) one sort by start is the whole (start, end) order; one thread (``thread``
+    None, or one code) needs no third sort."""
     idx = np.argsort(start, kind="stable")
-    s = start[idx]
-    if (s[1:] == s[:-1]).any():
+    if _has_ties(start, idx):
         idx = np.argsort(-end, kind="stable")
         idx = idx[np.argsort(start[idx], kind="stable")]
-    del s
+    if thread is None or len(idx) == 0:
+        return idx
     th = thread[idx]
-    if len(th) == 0 or th.min() == th.max():
+    if th.min() == th.max():
         return idx
     th = th.astype(np.uint16) if th.max(initial=0) < 65536 else th
     return idx[np.argsort(th, kind="stable")]
+
+
+def _has_ties(start: np.ndarray, idx: np.ndarray) -> bool:
+    """Whether two slices start together (``idx`` orders ``start``), read in blocks: the sorted
+    starts were a copy of the whole column."""
+    for a in range(0, len(idx) - 1, NEST_BLOCK):
+        s = start[idx[a:a + NEST_BLOCK + 1]]
+        if (s[1:] == s[:-1]).any():
+            return True
+    return False
 
 
 def _roots(s: np.ndarray, e: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -115,70 +126,141 @@ def nesting(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
     Cheap where the rows prove their order: one thread (no thread codes) whose slices start in
     strictly increasing order is its own (start, end desc) order (no sort, no reordered
     copies); when each of them also starts after every earlier one ended (a stream's tasks, the
-    Overlap Analysis intervals) every slice is a root of round 1 and the walk ends there."""
+    Overlap Analysis intervals) every slice is a root of round 1 and the walk ends there.
+
+    Over ``NEST_BLOCK`` slices the walk goes block by block (:func:`_walk_blocks`): the rounds'
+    copies and masks are a block's, not the timeline's; a block that finds a partly overlapping
+    slice sends the whole set to the walk of all slices at once, which reports it."""
     n = len(start)
     it = index_dtype(n)
     parent = np.full(n, -1, it)
     prev = np.full(n, -1, it)
+    z = np.zeros(0, np.int64)
+    if not n:
+        return Nesting(parent, prev, z, z, z, z)
+    thread = _thread_codes(pid, tid, it)  # None: one thread
+    in_order = thread is None and bool((start[1:] > start[:-1]).all())
+    idx = None if in_order else _order(thread, start, end)
+    if n > NEST_BLOCK:
+        if _walk_blocks(idx, thread, start, end, parent, prev):
+            return Nesting(parent, prev, z, z, z, z)
+        parent.fill(-1)
+        prev.fill(-1)
+    if thread is None:
+        thread = np.zeros(n, it)
+    root = None
+    if idx is None:
+        idx, s, e, group = np.arange(n, dtype=it), start, end, thread  # already in order: no copies
+        root = _roots(s, e, group)
+        if root.all():  # nothing nests: each slice's previous sibling is the one before it
+            prev[1:] = idx[:-1]
+            return Nesting(parent, prev, z, z, z, z)
+    else:
+        idx = idx.astype(it, copy=False)
+        s, e, group = start[idx], end[idx], thread[idx]
+    bad, roots, rounds = _walk(idx, s, e, group, root, parent, prev, it)
+    del idx, s, e, group, root
+    first = z
+    if bad:  # thread codes are in order of first appearance: the first slice of each
+        first = np.unique(thread, return_index=True)[1][thread[np.concatenate(bad)]]
+    cat = (lambda parts: np.concatenate(parts) if parts else z)
+    return Nesting(parent, prev, cat(bad), cat(roots), cat(rounds), first)
+
+
+def _thread_codes(pid: np.ndarray, tid: np.ndarray, it: type) -> np.ndarray | None:
+    """Thread codes in order of first appearance, None when all slices are on one thread."""
+    if pid.min() == pid.max():
+        if tid.min() == tid.max():
+            return None
+        return pd.factorize(tid)[0].astype(it)  # one process: the tid codes are the thread codes
+    tcode = pd.factorize(tid)[0].astype(np.int64)
+    pcode = pd.factorize(pid)[0].astype(np.int64)
+    return pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(it)
+
+
+def _walk(idx: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray, root: np.ndarray | None,
+          parent: np.ndarray, prev: np.ndarray,
+          it: type) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """The rounds (module doc) over slices ``idx`` in (thread, start, end desc) order (``s``,
+    ``e``: their starts and ends, ``group``: their thread codes; ``root``: round 1's roots when
+    known): ``parent`` / ``prev`` filled in place; returns the partly overlapping slices, their
+    roots and rounds, round by round."""
     bad: list[np.ndarray] = []
     roots: list[np.ndarray] = []
     rounds: list[np.ndarray] = []
-    z = np.zeros(0, np.int64)
-    first = z
-    if n:
-        one = pid.min() == pid.max() and tid.min() == tid.max()
-        if one:
-            thread = np.zeros(n, it)
-        elif pid.min() == pid.max():  # one process: the tid codes are the thread codes (same order)
-            thread = pd.factorize(tid)[0].astype(it)
-        else:
-            tcode = pd.factorize(tid)[0].astype(np.int64)
-            pcode = pd.factorize(pid)[0].astype(np.int64)
-            thread = pd.factorize(pcode * (int(tcode.max(initial=0)) + 1) + tcode)[0].astype(it)
-            del pcode, tcode
-        if one and bool((start[1:] > start[:-1]).all()):
-            idx, s, e, group = np.arange(n, dtype=it), start, end, thread  # already in order: no copies
+    depth = 0
+    is_slice_group = False  # round 1: groups are threads, not slices
+    while len(idx):
+        # roots: after the end of the latest-ending earlier slice of the same group
+        if root is None:
             root = _roots(s, e, group)
-            if root.all():  # nothing nests: each slice's previous sibling is the one before it
-                prev[1:] = idx[:-1]
-                return Nesting(parent, prev, z, z, z, z)
+        if root.all():  # nothing left nests (a round of streams' tasks): the same links, no positions
+            if is_slice_group:
+                parent[idx] = group
+            same = group[1:] == group[:-1]
+            prev[idx[1:][same]] = idx[:-1][same]
+            break
+        root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx), dtype=it), it(0)))
+        r = np.flatnonzero(root)
+        if is_slice_group:  # (round 1's roots have no parent)
+            parent[idx[r]] = group[r]
+        same = np.zeros(len(r), bool)
+        same[1:] = group[r[1:]] == group[r[:-1]]
+        prev[idx[r[1:]][same[1:]]] = idx[r[:-1]][same[1:]]
+        overlap = ~root & (e > e[root_pos])
+        if overlap.any():
+            bad.append(idx[overlap])
+            roots.append(idx[root_pos][overlap])
+            rounds.append(np.full(int(overlap.sum()), depth, np.int64))
+        keep = ~root & ~overlap  # followers of root r form group r (contiguous, still in order)
+        kp = np.flatnonzero(keep)  # (positions, then takes: masks this interleaved are slow)
+        idx, s, e, group = idx[kp], s[kp], e[kp], idx[root_pos[kp]]
+        is_slice_group, root = True, None
+        depth += 1
+    return bad, roots, rounds
+
+
+def _walk_blocks(idx: np.ndarray | None, thread: np.ndarray | None, start: np.ndarray, end: np.ndarray,
+                 parent: np.ndarray, prev: np.ndarray) -> bool:
+    """:func:`_walk` block by block of about ``NEST_BLOCK`` slices in (thread, start, end desc)
+    order (``idx``; None: the rows' own order), each block cut before a root of round 1: every
+    earlier slice of its thread has ended (as doubles) when it starts, so the block's trees are
+    whole, and its roots, computed from the block alone, are the whole set's (an earlier end
+    below the block's first start is below every later start too).  The only link between two
+    blocks is the previous sibling of a block's first slice: the last root of round 1 of the
+    block before, on the same thread.  False (``parent`` / ``prev`` partly filled) as soon as a
+    block finds a partly overlapping slice: the caller walks all slices at once, for the
+    problems in the order of that walk."""
+    n = len(start)
+    it = index_dtype(n)
+    a, width = 0, NEST_BLOCK
+    last_root, last_thread = -1, -1
+    while a < n:
+        b = min(a + width, n)
+        if idx is None:
+            pos, s, e = np.arange(a, b, dtype=it), start[a:b], end[a:b]
         else:
-            idx = _order(thread, start, end).astype(it, copy=False)
-            s, e, group = start[idx], end[idx], thread[idx]
-            root = None
-        depth = 0
-        is_slice_group = False  # round 1: groups are threads, not slices
-        while len(idx):
-            # roots: after the end of the latest-ending earlier slice of the same group
-            if root is None:
-                root = _roots(s, e, group)
-            if root.all():  # nothing left nests (a round of streams' tasks): the same links, no positions
-                if is_slice_group:
-                    parent[idx] = group
-                same = group[1:] == group[:-1]
-                prev[idx[1:][same]] = idx[:-1][same]
-                break
-            root_pos = np.maximum.accumulate(np.where(root, np.arange(len(idx), dtype=it), it(0)))
-            r = np.flatnonzero(root)
-            if is_slice_group:  # (round 1's roots have no parent)
-                parent[idx[r]] = group[r]
-            same = np.zeros(len(r), bool)
-            same[1:] = group[r[1:]] == group[r[:-1]]
-            prev[idx[r[1:]][same[1:]]] = idx[r[:-1]][same[1:]]
-            overlap = ~root & (e > e[root_pos])
-            if overlap.any():
-                bad.append(idx[overlap])
-                roots.append(idx[root_pos][overlap])
-                rounds.append(np.full(int(overlap.sum()), depth, np.int64))
-            keep = ~root & ~overlap  # followers of root r form group r (contiguous, still in order)
-            kp = np.flatnonzero(keep)  # (positions, then takes: masks this interleaved are slow)
-            idx, s, e, group = idx[kp], s[kp], e[kp], idx[root_pos[kp]]
-            is_slice_group, root = True, None
-            depth += 1
-        if bad:  # thread codes are in order of first appearance: the first slice of each
-            first = np.unique(thread, return_index=True)[1][thread[np.concatenate(bad)]]
-    cat = (lambda parts: np.concatenate(parts) if parts else z)
-    return Nesting(parent, prev, cat(bad), cat(roots), cat(rounds), first)
+            pos = idx[a:b]
+            s, e = start[pos], end[pos]
+        group = np.zeros(b - a, it) if thread is None else thread[pos]
+        root = _roots(s, e, group)
+        cut = b - a
+        if b < n:
+            later = np.flatnonzero(root[1:])
+            if not len(later):  # one tree longer than the window: a wider one
+                width *= 2
+                continue
+            cut = int(later[-1]) + 1
+            pos, s, e, group, root = pos[:cut], s[:cut], e[:cut], group[:cut], root[:cut]
+        if last_root >= 0 and int(group[0]) == last_thread:
+            prev[pos[0]] = last_root
+        k = int(np.flatnonzero(root)[-1])
+        last_root, last_thread = int(pos[k]), int(group[k])
+        bad, _, _ = _walk(pos, s, e, group, root, parent, prev, it)
+        if bad:
+            return False
+        a, width = a + cut, NEST_BLOCK
+    return True
 
 
 def overlap_order(nest: Nesting, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -243,7 +325,7 @@ def viewer_ns(ns: np.ndarray) -> np.ndarray:
 
 def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray,
                      slack_ns: int = 256, max_shift_ns: int = 1024,
-                     nest: Nesting | None = None) -> tuple[np.ndarray, int]:
+                     nest: Nesting | None = None, scratch: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Durations to write so that slices that nest exactly also nest in the viewer.
 
     With the viewer's rounded starts (:func:`viewer_ns`, up to ~±250 ns off), a child ending at
@@ -253,11 +335,15 @@ def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     ``slack_ns`` before its parent's end / its sibling's start as the viewer sees them.  Only
     changes below ``max_shift_ns`` are made: real overlaps are reported by
     :func:`nesting_problems`, not hidden.  ``nest``: the slices' :func:`nesting` when the caller
-    has it.  Returns (durations, number of slices changed)."""
+    has it; ``scratch``: an int64 array of one value per slice whose values the caller no longer
+    needs (the rounds' buffer: over glibc's mmap threshold a new one is a fresh mapping).
+    Returns (durations, number of slices changed): ``dur`` itself (as int64) when none changed,
+    else a copy (the usual timeline changes none: no copy of its durations)."""
     start = np.asarray(start, np.int64)
-    out = np.asarray(dur, np.int64).copy()
+    dur = np.asarray(dur, np.int64)
+    out = dur
     if len(out) == 0:
-        return out, 0
+        return out.copy(), 0
     if nest is None:
         nest = nesting(np.asarray(pid), np.asarray(tid), start, start + out)
     # the links, the same in every round: children and their parents, slices and their next
@@ -270,21 +356,29 @@ def viewer_durations(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     # the rounds' buffers, filled again each round: an int64 per slice is over glibc's pinned mmap
     # threshold from ~4.2 M slices (the single-op million's CANN layer), so a new one each round
     # was a fresh mapping faulted in page by page
-    limit, fix = np.empty(len(out), np.int64), np.empty(len(out), bool)
+    usable = scratch is not None and scratch.dtype == np.int64 and scratch.shape == out.shape \
+        and scratch.flags.writeable and scratch.flags.c_contiguous
+    limit = scratch if usable else np.empty(len(out), np.int64)
+    fix = np.empty(len(out), bool)
     for _ in range(4):  # a shortened parent tightens its children: repeat until stable
-        fix = _tighten(out, sv, links, slack_ns, max_shift_ns, limit, fix)
-        if not fix.any():
+        fix = _tighten(out, sv, links, slack_ns, max_shift_ns, limit, fix, write=False)
+        f = np.flatnonzero(fix)
+        if not len(f):
             break
+        if out is dur:  # the first change: the durations copied only now
+            out = dur.copy()
+        out[f] = limit[f] - sv[f]
         changed |= fix
     return out, int(changed.sum())
 
 
 def _tighten(out: np.ndarray, sv: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
              slack_ns: int, max_shift_ns: int, limit: np.ndarray | None = None,
-             fix: np.ndarray | None = None) -> np.ndarray:
-    """One round of :func:`viewer_durations`: ``out`` shortened in place where needed; returns
-    which slices changed (``fix``, refilled when given; ``limit``: a buffer of one int64 per
-    slice, its values not read)."""
+             fix: np.ndarray | None = None, write: bool = True) -> np.ndarray:
+    """One round of :func:`viewer_durations`: ``out`` shortened in place where needed (only
+    ``limit`` and ``fix`` filled without ``write``: the new durations are ``limit - sv`` where
+    ``fix``); returns which slices change (``fix``, refilled when given; ``limit``: a buffer of
+    one int64 per slice, its values not read)."""
     kids, parents, earlier, later = links
     if limit is None:
         limit = np.empty(len(out), np.int64)
@@ -302,8 +396,9 @@ def _tighten(out: np.ndarray, sv: np.ndarray, links: tuple[np.ndarray, np.ndarra
         b = a + VIEWER_BLOCK
         end_v, lim = sv[a:b] + out[a:b], limit[a:b]
         fix[a:b] = (end_v > lim) & (end_v - lim <= max_shift_ns) & (lim - sv[a:b] >= 0)
-    f = np.flatnonzero(fix)
-    out[f] = limit[f] - sv[f]
+    if write:
+        f = np.flatnonzero(fix)
+        out[f] = limit[f] - sv[f]
     return fix
 
 

@@ -122,3 +122,56 @@ def test_flows_equal_the_all_columns_formulation(seed: int, python: bool) -> Non
     assert (new.s_slice_ns is None) == (ref.s_slice_ns is None)
     if new.s_slice_ns is not None:
         assert np.array_equal(new.s_slice_ns, ref.s_slice_ns)
+
+
+def _ordered_tables(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """A single-op run's shape: API rows in start order, connection ids numbered in that order
+    (the flows' columns come out in order: no sort), with a few ids repeated or out of order
+    when ``seed`` is odd (the sort again)."""
+    api, tasks, comm, info = _tables(seed)
+    n = len(api)
+    api["start_ns"] = np.arange(n, dtype=np.int64) * 10
+    api["connection_id"] = np.arange(n, dtype=np.int64)
+    tasks["connection_id"] = np.sort(np.random.default_rng(seed).integers(0, max(n, 1), len(tasks)))
+    tasks["start_ns"] = tasks["connection_id"].to_numpy() * 10 + 5
+    if seed % 2 and n > 3:
+        api.loc[2, "connection_id"] = 1  # a repeated id (the later row a second candidate)
+        api.loc[3, "start_ns"] = 0  # a start out of order
+    return api, tasks, comm, info
+
+
+@pytest.mark.parametrize("python", [False, True])
+@pytest.mark.parametrize("seed", range(20))
+def test_flows_in_order_already_equal_the_formulation(seed: int, python: bool) -> None:
+    api, tasks, comm, info = _ordered_tables(seed)
+    args = (api, tasks, comm, 5 << 10, 6 << 10, {"g1": 0, "g2": 3}, 7, python, info)
+    new, ref = host_to_device_flows(*args), _reference_flows(*args)
+    assert (new is None) == (ref is None)
+    if new is None:
+        return
+    for k in ("ids", "s_pid", "s_tid", "s_ns", "f_pid", "f_tid", "f_ns"):
+        assert np.array_equal(getattr(new, k), getattr(ref, k)), k
+    assert (new.s_slice_ns is None) == (ref.s_slice_ns is None)
+    if new.s_slice_ns is not None:
+        assert np.array_equal(new.s_slice_ns, ref.s_slice_ns)
+
+
+@pytest.mark.parametrize("case", ["empty", "one", "sorted", "ties", "equal ids, times out of order", "unsorted",
+                                  "descending"])
+def test_first_per_conn_with_and_without_the_sort(case: str) -> None:
+    from msprof_py.export.timeline_links import _first_per_conn
+    rng = np.random.default_rng(3)
+    conn, ns = {
+        "empty": (np.zeros(0, np.int64), np.zeros(0, np.int64)),
+        "one": (np.array([4]), np.array([9])),
+        "sorted": (np.arange(50) * 2, np.arange(50)),
+        "ties": (np.repeat(np.arange(10), 3), np.repeat(np.arange(10), 3)),
+        "equal ids, times out of order": (np.array([1, 1, 2, 2, 2]), np.array([5, 3, 1, 1, 0])),
+        "unsorted": (rng.integers(0, 20, 60), rng.integers(0, 5, 60)),
+        "descending": (np.arange(30)[::-1].copy(), np.arange(30)),
+    }[case]
+    order = np.lexsort((ns, conn))
+    c = conn[order]
+    first = np.ones(len(c), bool)
+    first[1:] = c[1:] != c[:-1]
+    assert _first_per_conn(conn, ns).tolist() == order[first].tolist()

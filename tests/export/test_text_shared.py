@@ -95,6 +95,33 @@ def test_thread_device_fast_path_and_counting_agree(seed: int) -> None:
     assert got.to_numpy().tolist() == _thread_device_reference(api, devices).tolist()
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_api_of_device_one_owner_without_a_row_array(seed: int) -> None:
+    """api_of_device keeps no per-row owner array when one device owns every row: the same rows
+    (the table itself, or none) as the per-row mask of thread_device gives, on every device."""
+    from msprof_py.export import session_access as sa
+    rng = np.random.default_rng(seed)
+    session = make_session(ops=7, iterations=3, devices=1)
+    api = session.api.copy()
+    n = len(api)
+    api["pid"], api["thread_id"] = rng.integers(1, 3, n), rng.integers(1, 6, n)
+    all_devices = [[0], [0, 64], [1, 3, 64], [2, 5]][seed % 4]
+    if seed < 4:  # one owner: every call targets the first device or none
+        api["device_id"] = np.where(rng.random(n) < 0.5, all_devices[0], -1)
+    else:
+        api["device_id"] = rng.choice(all_devices + [-1], n)
+    session.api, session.all_devices = api, tuple(all_devices)
+    sa._OWNER.clear()
+    for dev in [*all_devices, 7]:
+        mask = thread_device(api, all_devices).to_numpy() == dev
+        got = api_of_device(session, dev)
+        if mask.all():
+            assert got is api
+        else:
+            pd.testing.assert_frame_equal(got, api[mask])
+    assert isinstance(sa._owners(api, all_devices), int) == (seed < 4 or len(all_devices) == 1)
+
+
 def test_runtime_api_stats_by_category_codes_equal_the_strings() -> None:
     """Grouping by a code per category text gives the groups, order and numbers the grouping by
     each call's string gave, missing names ("nan") and a category spelled "nan" included."""

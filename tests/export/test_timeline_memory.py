@@ -68,3 +68,23 @@ def test_narrowed_ids_render_the_same_bytes(values: list, shape: str) -> None:
         return b"".join(bytes(ch) for ch in s.rows().chunks(raw=True))
 
     assert render(held) == render(col)
+
+
+@given(slices, bases, st.integers(1, 300), st.sampled_from(["none", "int64", "int32", "short"]))
+@settings(max_examples=200, deadline=None)
+def test_viewer_fitting_in_the_callers_buffer(rows: list, base: int, scale: int, scratch: str) -> None:
+    """The fitting's rounds in a buffer the caller hands over (its values garbage; a buffer of the
+    wrong type or length is not used): the same durations, the caller's durations untouched."""
+    pid, tid, start, dur = (np.array(c, np.int64) for c in zip(*rows))
+    start = base + start * scale
+    dur = dur * scale
+    nest = v.nesting(pid, tid, start, start + dur)
+    buf = {"none": None, "int64": np.full(len(dur), -7, np.int64), "int32": np.full(len(dur), -7, np.int32),
+           "short": np.full(max(len(dur) - 1, 0), -7, np.int64)}[scratch]
+    before = dur.copy()
+    got, n = v.viewer_durations(pid, tid, start, dur, nest=nest, scratch=buf)
+    want, m = _viewer_durations_before(start, dur, nest)
+    assert got.tolist() == want.tolist() and n == m
+    assert dur.tolist() == before.tolist()
+    if n:
+        assert not np.shares_memory(got, dur)

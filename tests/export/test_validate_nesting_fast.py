@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from msprof_py.export.validate import Nesting, _order, _roots, _roots_by_groupby, nesting
 
 
-def _order_before(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def _order_before(thread: np.ndarray | None, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    if thread is None:  # (one thread)
+        thread = np.zeros(len(start), np.int64)
     idx = np.argsort(-end, kind="stable")
     idx = idx[np.argsort(start[idx], kind="stable")]
     th = thread[idx]

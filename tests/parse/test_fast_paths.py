@@ -6,6 +6,7 @@ HPFloat double (digits by floor division).  Same values, dtypes and warnings."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -300,3 +301,43 @@ def test_api_event_rows_with_and_without_events(recs: list) -> None:
     assert (out["request_id"][got_api] == -1).all() and (out["request_id"][~got_api] == 7).all()
     assert len({id(v) for v in out.values()}) == len(out)  # no two columns share an array
     assert all(v.base is None or not np.shares_memory(v, a) for v in out.values())
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 199, 200, 201])
+@pytest.mark.parametrize("seed", range(4))
+def test_api_time_level_order_in_chunks_as_the_lexsort(chunk: int, seed: int, monkeypatch) -> None:
+    """The packed key made in chunks (phase 13): the same order as the lexsort, chunk boundaries
+    anywhere (one row, a chunk past the end, exactly the length), ties in begin and level."""
+    from msprof_py.parse import cpp_time
+    from msprof_py.parse.records.api_event import _time_level_order
+
+    monkeypatch.setattr(cpp_time, "CHUNK", chunk)
+    rng = np.random.default_rng(seed)
+    n = 200
+    begin = (rng.integers(0, 50, n) * (1 if seed % 2 else 10**9)).astype(np.uint64)
+    level = rng.choice(np.array([5000, 5500, 10000, 15000, 20000], np.uint16), n)
+    want = np.lexsort((np.arange(n), -level.astype(np.int64), begin))
+    assert _time_level_order(begin, level).tolist() == want.tolist()
+    assert _time_level_order(begin[:0], level[:0]).tolist() == []
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 99, 100, 101, 1 << 16])
+def test_resolve_type_in_chunks_as_before(chunk: int, monkeypatch) -> None:
+    """(level, type) names with the key made in chunks (phase 13): the same categorical (codes,
+    categories in first-seen order, unknown types as their decimal) as the uint64 key made at once."""
+    from msprof_py.parse import cpp_time
+    from msprof_py.parse.records.dictionaries import Dictionaries, _resolve
+
+    monkeypatch.setattr(cpp_time, "CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    d = Dictionaries()
+    d.types.update({(5000, 1): "launch", (10000, 7): "aclrtSync", (20000, 1): "launch", (5000, 2**32 - 1): "max"})
+    n = 100
+    levels = rng.choice(np.array([5000, 10000, 15000, 20000, 65535], np.uint16), n)
+    types = rng.choice(np.array([1, 2, 7, 2**32 - 1, 12345], np.uint32), n)
+    key = (np.asarray(levels, np.uint64) << np.uint64(32)) | np.asarray(types, np.uint64)
+    want = _resolve(key, lambda k: d.types.get((k >> 32, k & 0xFFFFFFFF), str(k & 0xFFFFFFFF)))
+    got = d.resolve_type(levels, types)
+    assert list(got.categories) == list(want.categories)
+    assert got.codes.tolist() == want.codes.tolist() and got.codes.dtype == want.codes.dtype
+    assert len(d.resolve_type(levels[:0], types[:0])) == 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from msprof_py.parse.cpp_time import by_chunks
 from msprof_py.parse.records.parts import DecodeContext, Parts
 from msprof_py.raw import api_event
 from msprof_py.raw.common import EVENT_FLAG
@@ -102,7 +103,11 @@ def _time_level_order(begin: np.ndarray, level: np.ndarray) -> np.ndarray:
         return np.zeros(0, np.int64)
     lo, hi = int(begin.min()), int(begin.max())
     if (hi - lo + 1) << 16 < 2 ** 63:
-        packed = (begin - np.uint64(lo)).astype(np.int64) << np.int64(16)
-        packed |= np.int64(0xFFFF) - level.astype(np.int64)
-        return np.argsort(packed, kind="stable")
+        def pack(b: np.ndarray, lv: np.ndarray) -> np.ndarray:
+            p = (b - np.uint64(lo)).astype(np.int64) << np.int64(16)
+            p |= np.int64(0xFFFF) - lv.astype(np.int64)
+            return p
+        # (in chunks: the four temporaries of 64 Ki rows reused, not of every record: 4.2 M on the
+        # single-op million, each a fresh 34 MB mapping)
+        return np.argsort(by_chunks(pack, begin, level), kind="stable")
     return np.lexsort((-level.astype(np.int64), begin))

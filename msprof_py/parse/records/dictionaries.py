@@ -43,8 +43,12 @@ class Dictionaries:
 
     def resolve_type(self, levels: np.ndarray, types: np.ndarray) -> pd.Categorical:
         """(level, type) columns -> categorical of type names; unknown -> decimal type."""
-        key = (np.asarray(levels, np.uint64) << np.uint64(32)) | np.asarray(types, np.uint64)
-        return _resolve(key, lambda k: self.types.get((k >> 32, k & 0xFFFFFFFF), str(k & 0xFFFFFFFF)))
+        from msprof_py.parse.cpp_time import by_chunks
+
+        # level (16 bits) << 32 | type (32 bits) fits an int64: made in chunks of 64 Ki rows (not three
+        # 34 MB temporaries of the single-op million's 4.2 M calls); factorized as before
+        key = by_chunks(_level_type_key, np.asarray(levels), np.asarray(types))
+        return _resolve(key, lambda k: self.types.get(((k % 2**64) >> 32, k & 0xFFFFFFFF), str(k & 0xFFFFFFFF)))
 
     def has_level(self, level: int) -> bool:
         """True when type_info_dic names at least one type of ``level``."""
@@ -53,6 +57,10 @@ class Dictionaries:
     def type_ids(self, level: int, name: str) -> list[int]:
         """All type ids registered under ``level`` with ``name`` (e.g. FLIP_TASK at 5000)."""
         return [t for (lv, t), n in self.types.items() if lv == level and n == name]
+
+
+def _level_type_key(levels: np.ndarray, types: np.ndarray) -> np.ndarray:
+    return (levels.astype(np.uint64) << np.uint64(32) | types.astype(np.uint64)).view(np.int64)
 
 
 def _resolve(values: np.ndarray, lookup) -> pd.Categorical:

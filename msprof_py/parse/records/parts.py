@@ -35,13 +35,19 @@ class Parts:
     def col(self, name: str, dtype=None, view: np.dtype | None = None) -> np.ndarray:
         """Field ``name`` over all records; ``view``: read each record with another dtype of
         the same size (kinds whose layout depends on a type byte)."""
-        arrays = [p.field(name, view) for p in self.parts]
-        if not arrays:
+        if not self.parts:
             layout = view if view is not None else self.dtype
             base = layout[name] if layout is not None and name in layout.names else np.dtype(np.int64)
             return np.zeros((0, *base.shape), dtype=dtype or base.base)
-        out = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
-        return out.astype(dtype, copy=False) if dtype is not None else out
+        # the field's strided views over every part's chunks copied once, into the asked dtype (not
+        # a copy per part, their concatenation, then a cast: a 4.2 M-row column made three times)
+        views = [(c.view(view) if view is not None else c)[name] for p in self.parts for c in p.chunks]
+        if not views:
+            out = self.parts[0].field(name, view)
+            return out.astype(dtype, copy=False) if dtype is not None else out
+        if len(views) == 1:
+            return np.array(views[0], dtype=dtype)
+        return np.concatenate(views, dtype=dtype, casting="unsafe") if dtype is not None else np.concatenate(views)
 
     def release(self) -> None:
         """Drop the raw records' pages from resident memory (:meth:`Decoded.release`); the

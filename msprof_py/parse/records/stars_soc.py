@@ -37,20 +37,24 @@ def decode(parts: Parts, ctx: DecodeContext) -> dict[str, np.ndarray]:
     ffts = (func == raw.FUNC_FFTS_START) | (func == raw.FUNC_FFTS_END)
     keep = (acsq | ffts) & ~bad
     idx = np.flatnonzero(keep)
-    sqe = raw.sqe_type(word0[idx])
-    stream, task = raw.physical_ids(parts.col("stream_id")[idx], parts.col("task_id")[idx], ctx.expand_status, sqe)
-    ffts = ffts[idx]
+    every = len(idx) == len(keep)  # (every log kept: the columns as they are, not a gathered copy of each)
+
+    def kept(col: np.ndarray) -> np.ndarray:
+        return col if every else col[idx]
+    sqe = raw.sqe_type(kept(word0))
+    stream, task = raw.physical_ids(kept(parts.col("stream_id")), kept(parts.col("task_id")), ctx.expand_status, sqe)
+    ffts = kept(ffts)
     if ffts.any():
-        ctx_id = np.where(ffts, parts.col("sub_task_id", view=raw.FFTS_DTYPE)[idx].astype(np.int64), INVALID_U32)
-        sub = (parts.col("sub_task_type", view=raw.FFTS_DTYPE)[idx] & 0xFF).astype(np.int64)
+        ctx_id = np.where(ffts, kept(parts.col("sub_task_id", view=raw.FFTS_DTYPE)).astype(np.int64), INVALID_U32)
+        sub = (kept(parts.col("sub_task_type", view=raw.FFTS_DTYPE)) & 0xFF).astype(np.int64)
         # type code space: ACSQ sqe types as-is, FFTS sub-task types offset by 1000
         tcode = np.where(ffts, 1000 + sub, sqe.astype(np.int64))
     else:  # ACSQ logs only: no sub-task fields to read
         ctx_id = np.full(len(idx), INVALID_U32, np.int64)
         tcode = sqe.astype(np.int64)
-    f = func[idx]
+    f = kept(func)
     is_start = (f == raw.FUNC_ACSQ_START) | (f == raw.FUNC_FFTS_START)
-    ts = parts.col("timestamp")[idx]
+    ts = kept(parts.col("timestamp"))
     parts.release()  # every field is taken: the logs' pages need not stay resident through the pairing
     return pair(stream, task, ctx_id, ts, is_start, tcode, warnings, parts.label)
 
