@@ -5,7 +5,7 @@ which drops only pages already written back and never waits).
 
 Why: a buffered write copies every byte into a page-cache page the kernel must first allocate; a
 multi-GB export (the single-op million writes 4.2 GB of text) would fill GBs of fresh page cache.
-On a VM that hands freed memory back to its host (free page reporting, as this 2-core VM does) each fresh
+On a VM that hands freed memory back to its host (free page reporting: most cloud VMs) each fresh
 page is also a host fault, and on any machine it pushes other files out of the cache.  With the
 pages dropped behind the writer, the next writes reuse the memory just freed: here a 2 GB write
 took 0.55 s of system time with drop-behind against 1.0 s (warm) and 4.5 s (after minutes of
