@@ -133,23 +133,6 @@ class DropBehind:
         self.wrote(length)
 
 
-def written(fd: int, start: int, end: int, keep: int = 0) -> None:
-    """Bytes ``start .. end`` of the file open as ``fd`` were just written, at the end of what has
-    been written to it: their writeback is started and the pages from byte ``keep`` to
-    :data:`WINDOW_BYTES` before ``start`` dropped (for writers that reopen the file for each write,
-    so keep no :class:`DropBehind`: the SQLite pages of the DB).  Nothing when :func:`enabled` is not."""
-    if end <= start or not enabled():
-        return
-    t0 = _clock()
-    if _sync_file_range(fd, start, end - start, _SYNC_FILE_RANGE_WRITE) != 0:  # type: ignore[operator]
-        return
-    _Pace.add(end - start, _clock() - t0)
-    upto = start - WINDOW_BYTES
-    upto -= upto % 4096
-    if upto > keep:
-        _advise_dontneed(fd, keep, upto - keep)
-
-
 def _advise_dontneed(fd: int, offset: int, length: int) -> None:
     try:
         os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)

@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from msprof_py import drop_behind
 from msprof_py.export.db_btree import TOP, Serial, varint_len, interiors, leaves, serial
 from msprof_py.memory import M_TRIM_THRESHOLD, _glibc
 
@@ -207,7 +206,6 @@ class TablePages:
                     return self.root
                 _pwrite(fd, pages, count * ps)
                 _pwrite(fd, (count + len(pages) // ps).to_bytes(4, "big"), 28)
-                drop_behind.written(fd, count * ps, count * ps + len(pages), keep=ps)  # (page 1 is read again)
                 return count + 1
             finally:
                 os.close(fd)
