@@ -16,11 +16,7 @@ file system refuses it, for a file object that is not a plain ``FileIO`` and, fo
 process, once direct writes have gone slower than :data:`DIRECT_MIN_BYTES_PER_S` in the median (a
 slow disk: buffered writes let the export end while the kernel writes back).
 
-Without direct I/O (the default), a plain file's bytes go through the page cache with
-drop-behind (:mod:`msprof_py.drop_behind`): written back as they fill and dropped from the cache
-behind the writer, so the next writes reuse those pages instead of fresh ones.
-
-A leaf module: only the standard library and :mod:`msprof_py.drop_behind`.
+A leaf module: only the standard library.
 """
 from __future__ import annotations
 
@@ -35,8 +31,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import IO, Any
-
-from msprof_py import drop_behind
 
 try:
     import fcntl
@@ -147,10 +141,6 @@ class _Sink:
         self._direct = False  # O_DIRECT set on the descriptor now
         self._can_direct = self._raw is not None
         self.aborted = False  # set by the writer's abort (from the producer's thread)
-        self._behind: drop_behind.DropBehind | None = None  # buffered writes of a plain file: drop-behind
-        if self._raw is None and isinstance(raw, io.FileIO) and drop_behind.enabled():
-            fp.flush()
-            self._behind = drop_behind.DropBehind(raw.fileno(), raw.tell())
         if self._raw is not None:
             fp.flush()
             pos = self._raw.tell()
@@ -160,9 +150,7 @@ class _Sink:
     # -- bytes
     def write(self, buf: Any) -> None:
         if self._raw is None:
-            n = self._fp.write(buf)
-            if self._behind is not None:
-                self._behind.wrote(n if n is not None else len(memoryview(buf).cast("B")))
+            self._fp.write(buf)
             return
         src = memoryview(buf).cast("B")
         n = len(src)
@@ -247,7 +235,7 @@ class _Sink:
     def copy(self, path: str | os.PathLike[str], offset: int, length: int) -> None:
         """Append ``length`` bytes at ``offset`` of ``path``."""
         if self._raw is None:
-            _copy_into(self._fp, path, offset, length, self._behind)
+            _copy_into(self._fp, path, offset, length)
             return
         flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
         try:
@@ -272,8 +260,6 @@ class _Sink:
     def call(self, fn: Callable[[IO[bytes]], None]) -> None:
         if self._raw is None:
             fn(self._fp)
-            if self._behind is not None:
-                self._behind.moved_to(self._fp.tell())
             return
         self.finish(keep=True)
         fn(self._fp)
@@ -373,23 +359,18 @@ class _Reader:
             _POOL.put(b)
 
 
-def _copy_into(fp: IO[bytes], path: str | os.PathLike[str], offset: int, length: int,
-               behind: drop_behind.DropBehind | None = None) -> None:
+def _copy_into(fp: IO[bytes], path: str | os.PathLike[str], offset: int, length: int) -> None:
     """Append ``length`` bytes at ``offset`` of ``path`` to ``fp``: ``copy_file_range`` (the kernel
-    copies between the two files' pages, no read into Python), else a read / write loop; in steps
-    of :data:`~msprof_py.drop_behind.STEP_BYTES` told to ``behind`` (drop-behind of both files)."""
+    copies between the two files' pages, no read into Python), else a read / write loop."""
     fp.flush()
-    step = drop_behind.STEP_BYTES
     with open(path, "rb") as src:
         off, left = offset, length
         if hasattr(os, "copy_file_range"):
             try:
                 while left:
-                    k = os.copy_file_range(src.fileno(), fp.fileno(), min(left, step), off)
+                    k = os.copy_file_range(src.fileno(), fp.fileno(), left, off)
                     if k == 0:
                         break
-                    if behind is not None:
-                        behind.copied(src.fileno(), off, k)
                     off, left = off + k, left - k
             except OSError:  # not supported between these files: copy what is left through Python
                 pass
@@ -400,6 +381,4 @@ def _copy_into(fp: IO[bytes], path: str | os.PathLike[str], offset: int, length:
             if not block:
                 raise OSError(f"{path}: ended at byte {off} while copying {length} bytes from byte {offset}")
             fp.write(block)
-            if behind is not None:
-                behind.copied(src.fileno(), off, len(block))
             off, left = off + len(block), left - len(block)

@@ -47,7 +47,7 @@ def test_a_later_file_is_renamed_when_settled(tmp_path: Path) -> None:
 
 def test_a_full_disk_during_a_later_copy_is_one_line_and_leaves_nothing(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    def full(fp, path, offset, length, behind=None):  # type: ignore[no-untyped-def]
+    def full(fp, path, offset, length):  # type: ignore[no-untyped-def]
         fp.write(b"x" * 100)
         raise OSError(errno.ENOSPC, "No space left on device")
 
@@ -104,7 +104,7 @@ def test_a_full_disk_in_a_later_copy_is_one_line(two_devices: Path, tmp_path: Pa
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     names = _later_names(monkeypatch)
 
-    def copy(fp, path, offset, length, behind=None):  # type: ignore[no-untyped-def]
+    def copy(fp, path, offset, length):  # type: ignore[no-untyped-def]
         fp.write(b"x" * 10)
         raise OSError(errno.ENOSPC, "No space left on device")
 
