@@ -15,7 +15,8 @@ from msprof_py.export.base import ExportContext
 from msprof_py.export.table_writer import _chunk_rows
 from msprof_py.export.trace_events import Counters, Flows, Meta, Slices, const
 from msprof_py.export.validate import (flow_problems, id_problems, negative_message, nesting, overlap_message,
-                                       overlap_order, viewer_durations)
+                                       overlap_order)
+from msprof_py.export.viewer_time import viewer_durations
 
 
 @dataclass
@@ -50,7 +51,7 @@ class Timeline:
         """Problems (nesting, flow pairing, id ranges: empty when the file will load cleanly) and
         the viewer fitting: the written ``dur`` of children that end (within the viewer's 0.25 µs
         grid) at their parent's end is adjusted so they stay nested when a viewer reads ``ts`` as
-        a double (:func:`~msprof_py.export.validate.viewer_durations`).  Returns (problems, how
+        a double (:func:`~msprof_py.export.viewer_time.viewer_durations`).  Returns (problems, how
         many durations changed).  Slices whose ``cache_key`` is in ``skip`` were checked already.
 
         Slices are checked in groups that share no thread (a layer, or the layers drawn on the

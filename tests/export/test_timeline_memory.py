@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import msprof_py.export.validate as v
+import msprof_py.export.viewer_time as vt
 from msprof_py.export.timeline_layers import narrow
 from msprof_py.export.trace_events import Arg, Slices, const
 
@@ -25,14 +26,14 @@ def test_blocks_give_the_whole_arrays_result(rows: list, base: int, scale: int, 
     start = base + start * scale
     dur = dur * scale
     whole = v.nesting(pid, tid, start, start + dur)
-    want = v.viewer_durations(pid, tid, start, dur, nest=whole)
-    saved = v.VIEWER_BLOCK
-    v.VIEWER_BLOCK = block
+    want = vt.viewer_durations(pid, tid, start, dur, nest=whole)
+    saved = v.VIEWER_BLOCK, vt.VIEWER_BLOCK
+    v.VIEWER_BLOCK = vt.VIEWER_BLOCK = block
     try:
         nest = v.nesting(pid, tid, start, start + dur)
-        got = v.viewer_durations(pid, tid, start, dur, nest=nest)
+        got = vt.viewer_durations(pid, tid, start, dur, nest=nest)
     finally:
-        v.VIEWER_BLOCK = saved
+        v.VIEWER_BLOCK, vt.VIEWER_BLOCK = saved
     old = _nesting_before(pid, tid, start, start + dur)
     for f in FIELDS:
         assert getattr(nest, f).tolist() == getattr(whole, f).tolist() == getattr(old, f).tolist(), f
@@ -82,7 +83,7 @@ def test_viewer_fitting_in_the_callers_buffer(rows: list, base: int, scale: int,
     buf = {"none": None, "int64": np.full(len(dur), -7, np.int64), "int32": np.full(len(dur), -7, np.int32),
            "short": np.full(max(len(dur) - 1, 0), -7, np.int64)}[scratch]
     before = dur.copy()
-    got, n = v.viewer_durations(pid, tid, start, dur, nest=nest, scratch=buf)
+    got, n = vt.viewer_durations(pid, tid, start, dur, nest=nest, scratch=buf)
     want, m = _viewer_durations_before(start, dur, nest)
     assert got.tolist() == want.tolist() and n == m
     assert dur.tolist() == before.tolist()

