@@ -5,13 +5,15 @@ pooled staging buffers (:data:`_POOL`) and the direct writes' speed record (:cla
 Where the bytes go (:class:`_Sink`): into a staging buffer of :data:`STAGE_BYTES`, and from it
 into the file in whole aligned blocks with ``O_DIRECT`` (the file's last partial block with a plain
 write).  Why: a buffered write copies every byte into a page-cache page the kernel must first
-allocate and zero, and on a VM that hands freed memory back to its host (free page reporting)
-each such fresh page is also a host fault: 0.4-2 s of system time per GB written here, most of
-the kernel time of a multi-GB export; a direct write hands the staging buffer (the same few MB,
+allocate, and on a VM that hands freed memory back to its host (free page reporting) each such
+fresh page is also a host fault: up to ~2.5 s of system time per GiB written here, most of the
+kernel time of a multi-GB export; a direct write hands the staging buffer (the same few MB,
 reused, see :data:`_POOL`) to the device and touches no new page.  A layer copied from an
 earlier output (:meth:`_Sink.copy`) is read back with ``O_DIRECT`` too, into a reused buffer, so
-neither file's bytes go through the page cache.  ``O_DIRECT`` is off unless asked for
-(``MSPROF_PY_DIRECT_IO=1``, :func:`direct_io_on`), and left off (plain buffered writes) where the
+neither file's bytes go through the page cache.  A file (or a copied range) smaller than one
+staging buffer is written (read) the plain way: one buffered write costs less than a direct one
+that waits for the disk, and its few pages do not matter.  ``O_DIRECT`` is on unless switched
+off (``MSPROF_PY_DIRECT_IO=0``, :func:`direct_io_on`), and left off (plain buffered writes) where the
 file system refuses it, for a file object that is not a plain ``FileIO`` and, for the rest of the
 process, once direct writes have gone slower than :data:`DIRECT_MIN_BYTES_PER_S` in the median (a
 slow disk: buffered writes let the export end while the kernel writes back).
@@ -39,7 +41,7 @@ except ImportError:  # not POSIX
 
 STAGE_BYTES = 4 << 20  # staging buffer of a file: what one direct write takes at most
 ALIGN = 4096  # file offsets, lengths and buffer addresses of direct writes / reads are multiples
-DIRECT_ENV = "MSPROF_PY_DIRECT_IO"  # "1": direct writes (opt-in, see direct_io_on)
+DIRECT_ENV = "MSPROF_PY_DIRECT_IO"  # "0": buffered writes only (direct ones are the default, see direct_io_on)
 DIRECT_MIN_BYTES_PER_S = 200e6  # the median direct write slower than this: buffered writes from then on
 DIRECT_SAMPLE_BYTES = 1 << 20  # direct writes this big are timed (see _Stats)
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
@@ -66,12 +68,16 @@ class _Stats:
 
 
 def direct_io_on() -> bool:
-    """Direct writes only when asked for (``MSPROF_PY_DIRECT_IO=1``): on a quiet machine with a warm
-    page cache the buffered writes end sooner (the export need not wait for the disk: the single-op
-    million 10.5-10.9 s buffered against 11.6-14.3 s direct, A 3.0-3.1 against 3.4-3.5 s); direct
-    writes spend less system time, which wins on a loaded VM that hands freed memory back to its host
-    (benchmarks/RESULTS.md, issue 12 phase 10)."""
-    return bool(_O_DIRECT) and fcntl is not None and os.environ.get(DIRECT_ENV, "0") == "1" and not _Stats.slow
+    """Direct writes unless switched off (``MSPROF_PY_DIRECT_IO=0``) or found slow (:class:`_Stats`).
+    Why on by default: every byte of a buffered write lands in a page-cache page the kernel must
+    find first, and on a VM whose balloon hands freed memory back to its host (free page
+    reporting, common on cloud VMs) such a fresh page costs a host fault: ~2.5 s of system time
+    per GiB written into fresh pages here against ~0.2 s into recycled ones.  The single-op
+    million (~4 GB of text) took 7.5-8.4 s with direct writes against 8.9-15.2 s buffered, B'
+    4.5-4.7 s against 5.3-5.7 s (benchmarks/RESULTS.md, issue 12 phase 14).  (Phase 10 measured
+    the opposite with the writes on the producer's thread and buffered runs that followed
+    buffered runs, so reused the page cache their predecessor's deleted outputs had left.)"""
+    return bool(_O_DIRECT) and fcntl is not None and os.environ.get(DIRECT_ENV, "1") != "0" and not _Stats.slow
 
 
 class _Pool:
@@ -139,6 +145,7 @@ class _Sink:
         self._lo = self._fill = 0  # staged bytes: stage[lo:fill]
         self._base = 0  # file offset of stage[0]
         self._direct = False  # O_DIRECT set on the descriptor now
+        self._spilled = False  # the stage filled once: the file is big, its blocks go out direct
         self._can_direct = self._raw is not None
         self.aborted = False  # set by the writer's abort (from the producer's thread)
         if self._raw is not None:
@@ -172,6 +179,7 @@ class _Sink:
             self._fill += k
             off += k
             if self._fill == cap:
+                self._spilled = True
                 self._drain()
 
     def _drain(self) -> None:
@@ -239,7 +247,7 @@ class _Sink:
             return
         flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
         try:
-            fd = os.open(path, flags | (_O_DIRECT if direct_io_on() else 0))
+            fd = os.open(path, flags | (_O_DIRECT if direct_io_on() and length >= STAGE_BYTES else 0))
         except OSError as err:
             if err.errno != errno.EINVAL:
                 raise
@@ -274,7 +282,8 @@ class _Sink:
         if self._raw is None:
             return
         if self._stage is not None:
-            self._drain()
+            if self._spilled:  # (a file that fit in the stage is one plain write)
+                self._drain()
             if self._fill > self._lo:
                 self._write(self._mv[self._lo:self._fill], False)
             self._base += self._fill - self._fill % ALIGN

@@ -52,6 +52,7 @@ def test_a_full_disk_during_a_later_copy_is_one_line_and_leaves_nothing(tmp_path
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(direct_io, "_copy_into", full)
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "0")  # the buffered writers' copy (direct ones: test_chunk_writer_direct)
     src = tmp_path / "src.bin"
     src.write_bytes(b"y" * 1000)
     later = atomic.Later()
@@ -109,6 +110,7 @@ def test_a_full_disk_in_a_later_copy_is_one_line(two_devices: Path, tmp_path: Pa
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(direct_io, "_copy_into", copy)  # (every copy: the first later file's fails first)
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "0")  # the buffered writers' copy (direct ones: test_chunk_writer_direct)
     prof = Path(shutil.copytree(two_devices, tmp_path / two_devices.name))
     res = CliRunner().invoke(cli, ["export", "--output", str(prof)])
     assert res.exit_code != 0 and isinstance(res.exception, SystemExit), res.output
