@@ -272,3 +272,23 @@ def test_direct_writes_are_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not direct_io.direct_io_on()
     monkeypatch.setenv(direct_io.DIRECT_ENV, "1")
     assert direct_io.direct_io_on() == (bool(O_DIRECT) and direct_io.fcntl is not None)
+
+
+def test_blocks_written_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pwrite_blocks: whole aligned blocks at an aligned offset of an existing file, O_DIRECT from
+    a pooled buffer (several stages' worth), else False with nothing written (the caller's plain
+    write then)."""
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"h" * 8192)
+    data = random.Random(9).randbytes((64 << 10) * 2 + 8192)
+    supported = _direct_supported(tmp_path)
+    assert direct_io.pwrite_blocks(path, data, 8192) == supported
+    if supported:
+        assert path.read_bytes() == b"h" * 8192 + data
+    before = path.read_bytes()
+    assert not direct_io.pwrite_blocks(path, data[:4096], 8192)  # smaller than min_bytes
+    assert not direct_io.pwrite_blocks(path, data[:-1], 8192, min_bytes=4096)  # not whole blocks
+    assert not direct_io.pwrite_blocks(path, data, 100, min_bytes=4096)  # not at a block
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "0")
+    assert not direct_io.pwrite_blocks(path, data, 0, min_bytes=4096)
+    assert path.read_bytes() == before

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from msprof_py.direct_io import pwrite_blocks
 from msprof_py.export.db_btree import TOP, Serial, varint_len, interiors, leaves, serial
 from msprof_py.memory import M_TRIM_THRESHOLD, _glibc
 
@@ -204,7 +205,8 @@ class TablePages:
                     _pwrite(fd, change.to_bytes(4, "big"), 24)
                     _pwrite(fd, change.to_bytes(4, "big"), 92)
                     return self.root
-                _pwrite(fd, pages, count * ps)
+                if not pwrite_blocks(path, pages, count * ps, DIRECT_BYTES):
+                    _pwrite(fd, pages, count * ps)
                 _pwrite(fd, (count + len(pages) // ps).to_bytes(4, "big"), 28)
                 return count + 1
             finally:
@@ -215,6 +217,10 @@ class TablePages:
             raise
 
 
+# pages written at once at least this big go past the page cache (no fresh page-cache page per
+# DB page: ~0.5 GB of TASK_PMU_INFO, TASK and COMPUTE_TASK_INFO on the single-op million, written
+# ~0.6 MB at a time)
+DIRECT_BYTES = 256 << 10
 COLUMN_ROWS = 16_384  # rows made pages at a time by write_columns (TASK's 11 / COMPUTE_TASK_INFO's 17 columns: ~5 MB)
 
 

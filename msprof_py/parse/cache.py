@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from msprof_py.atomic import atomic_open
+from msprof_py.direct_io import _Sink
 from msprof_py.errors import WarningLog
 from msprof_py.memory import trim
 from msprof_py.raw.files import FILTER_DIRS
@@ -84,9 +85,18 @@ _HEAD = struct.Struct("<8sQQ")  # magic, bytes of the pickle stream, number of a
 _ENTRY = struct.Struct("<QQ")  # per array: offset in the file, bytes
 
 
-def _dump(f: Any, obj: Any) -> None:
+def _dump(f: Any, obj: Any, direct: bool = False) -> None:
     """``obj`` pickled (protocol 5) with every contiguous array's bytes out of band: header, table
-    of (offset, size) per buffer, the stream, then the buffers, each at a multiple of ``ALIGN``."""
+    of (offset, size) per buffer, the stream, then the buffers, each at a multiple of ``ALIGN``.
+    ``direct``: written with ``O_DIRECT`` where it can be (:class:`msprof_py.direct_io._Sink`), for
+    a file this process will not read back (no page-cache page per 4 KiB of it)."""
+    if direct:
+        sink = _Sink(f)
+        try:
+            _dump(sink, obj)
+        finally:
+            sink.finish()
+        return
     bufs: list[pickle.PickleBuffer] = []
     out = io.BytesIO()  # (the stream without the arrays' bytes: small)
     pickle.dump(obj, out, protocol=5, buffer_callback=bufs.append)
@@ -162,13 +172,15 @@ def load(prof: Path, key: str, part: str = "host") -> dict[str, Any] | None:
     return blob.get("data")
 
 
-def store(prof: Path, key: str, data: dict[str, Any], warnings: WarningLog, part: str = "host") -> bool:
-    """Write one part (False, and a warning, when it cannot be written)."""
+def store(prof: Path, key: str, data: dict[str, Any], warnings: WarningLog, part: str = "host",
+          direct: bool = False) -> bool:
+    """Write one part (False, and a warning, when it cannot be written).  ``direct``: the export
+    keeps the part's tables in memory, so the file is written past the page cache (:func:`_dump`)."""
     folder = cache_dir(prof)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_open(folder / part_file(part)) as f:
-            _dump(f, {"key": key, "data": data})
+            _dump(f, {"key": key, "data": data}, direct)
     except OSError as err:
         warnings.warn(f"{prof}: cannot write the parse cache ({err.strerror or err}); parsing again next time")
         return False

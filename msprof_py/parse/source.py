@@ -197,15 +197,16 @@ class PartWriter:
 
     def _finish(self, pending: tuple[dict[str, pd.DataFrame], str] | None, index: dict[str, Any]) -> None:
         try:
+            # (past the page cache: the export holds these tables, it reads neither file back)
             if pending is not None:
-                cache.store(self.prof, self.key, pending[0], self.failed, part=pending[1])
-            self._index(index)
+                cache.store(self.prof, self.key, pending[0], self.failed, part=pending[1], direct=True)
+            self._index(index, direct=True)
         except BaseException as err:  # noqa: BLE001  (raised by settle(), on the caller's thread)
             self._error = err
 
-    def _index(self, index: dict[str, Any]) -> None:
+    def _index(self, index: dict[str, Any], direct: bool = False) -> None:
         if not self.failed:
-            cache.store(self.prof, self.key, index, self.failed)
+            cache.store(self.prof, self.key, index, self.failed, direct=direct)
 
     def busy(self) -> bool:
         """Whether a store runs on the thread (or is held for it)."""

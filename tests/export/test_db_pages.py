@@ -323,3 +323,47 @@ def test_layout_key_renumbered_in_the_same_order() -> None:
     key[3] = 3_000_000
     got, mult = db_btree._room(key, 4_000_000, 7)
     assert mult == 4 and got.tolist() == [1, 0, 1, 3, 0, 2]
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])
+def test_pages_written_past_the_page_cache_store_what_sqlite_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     direct: str) -> None:
+    """Bulk pages go out with O_DIRECT (db_pages.DIRECT_BYTES; every write here); the DB file is
+    the one buffered writes give, byte for byte, and reads as SQLite's own inserts."""
+    from msprof_py import direct_io
+
+    monkeypatch.setattr(db_pages, "DIRECT_BYTES", 4096)
+    monkeypatch.setenv(direct_io.DIRECT_ENV, direct)
+    calls: list[bool] = []
+    real = direct_io.pwrite_blocks
+
+    def spy(*a):  # type: ignore[no-untyped-def]
+        calls.append(real(*a))
+        return calls[-1]
+
+    monkeypatch.setattr(db_pages, "pwrite_blocks", spy)
+    rng = np.random.default_rng(3)
+    cols = [rng.integers(0, 1 << 40, 60_000), rng.integers(-5, 5, 60_000), rng.random(60_000)]
+    want = _through_sqlite(tmp_path / "a.db", cols)
+    con = _through_pages(tmp_path / "b.db", cols, [7_000, 31_000, 59_999])
+    _check(con)
+    assert _same(_rows(con), want)
+    con.close()
+    went_direct = list(calls)
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "0")
+    con = _through_pages(tmp_path / "c.db", cols, [7_000, 31_000, 59_999])
+    con.close()
+    assert (tmp_path / "b.db").read_bytes() == (tmp_path / "c.db").read_bytes()
+    assert went_direct and all(went_direct) == (direct == "1" and _o_direct(tmp_path)) and not any(calls[len(went_direct):])
+
+
+def _o_direct(folder: Path) -> bool:
+    import os
+    flag = getattr(os, "O_DIRECT", 0)
+    if not flag:
+        return False
+    try:
+        os.close(os.open(folder / ".probe", os.O_WRONLY | os.O_CREAT | flag))
+    except OSError:
+        return False
+    return True

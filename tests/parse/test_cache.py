@@ -52,8 +52,8 @@ def test_cache_from_another_parser_version_is_ignored(small_prof: Path, monkeypa
 def test_cache_write_is_atomic_and_leaves_no_temp_files(small_prof: Path, monkeypatch) -> None:
     real = cache._dump
 
-    def boom(f, obj):  # a full disk after part of the file
-        real(f, obj)
+    def boom(f, obj, *a):  # a full disk after part of the file
+        real(f, obj, *a)
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(cache, "_dump", boom)
@@ -188,3 +188,29 @@ def test_each_array_of_a_part_has_a_map_of_its_own(tmp_path: Path) -> None:
     finally:
         cache.ALIGN = old_align
     pd.testing.assert_frame_equal(cache.load(prof, "k2", "device_0")["t"], part["t"])
+
+
+@pytest.mark.parametrize("stage", [4096, 64 << 10])
+def test_a_part_written_past_the_page_cache_has_the_same_bytes(tmp_path: Path, monkeypatch, stage: int) -> None:
+    """``store(direct=True)`` (the parts an export holds in memory, issue 12 phase 14) writes the
+    file a buffered store writes, byte for byte, and it loads back the same."""
+    import numpy as np
+    import pandas as pd
+    from msprof_py import direct_io
+    from msprof_py.errors import WarningLog
+
+    monkeypatch.setattr(direct_io, "STAGE_BYTES", stage)
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "1")
+    n = 50_000
+    part = {"tasks": pd.DataFrame({"start_ns": np.arange(n, dtype=np.int64) * 7, "ratio": np.linspace(0, 1, n),
+                                   "op": pd.Categorical(["a", "b"] * (n // 2)), "small": np.arange(n, dtype=np.int8)}),
+            "note": [1, "two"]}
+    files = []
+    for direct, name in ((False, "PROF_1"), (True, "PROF_2")):
+        prof = tmp_path / name
+        prof.mkdir()
+        assert cache.store(prof, "k", part, WarningLog(), part="device_0", direct=direct)
+        files.append((cache.cache_dir(prof) / "device_0.pkl").read_bytes())
+        got = cache.load(prof, "k", "device_0")
+        pd.testing.assert_frame_equal(got["tasks"], part["tasks"])
+    assert files[0] == files[1] and len(files[0]) > 4 * stage
