@@ -67,7 +67,7 @@ def test_without_the_cache_the_previous_process_ends_before_a_device_is_decoded(
         two_devices: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     events = _record(monkeypatch)
 
-    def store(prof, key, data, warnings, part="host"):  # type: ignore[no-untyped-def]
+    def store(prof, key, data, warnings, part="host", direct=False):  # type: ignore[no-untyped-def]
         warnings.warn(f"{prof}: cannot write the parse cache (test); parsing again next time")
         return False
 

@@ -159,17 +159,24 @@ def test_dead_worker_does_not_hang_when_the_parent_catches_sigterm() -> None:
     assert out.stdout.startswith("died: an export worker process died"), out.stdout
 
 
-def _log_cache_stores(monkeypatch) -> list[tuple[str, bool]]:
-    """Patch the parse cache's ``store`` to log ``(part, stored on the main thread)`` per call."""
+class _Log(list):  # type: ignore[type-arg]
+    direct: dict[str, bool]  # part -> written past the page cache
+
+
+def _log_cache_stores(monkeypatch) -> _Log:
+    """Patch the parse cache's ``store`` to log ``(part, stored on the main thread)`` per call
+    (and in ``.direct`` whether it was asked to write past the page cache)."""
     import threading
 
     from msprof_py.parse import cache
 
-    store, log = cache.store, []
+    store, log = cache.store, _Log()
+    log.direct = {}
 
-    def logged(prof, key, data, warnings, part="host"):
-        ok = store(prof, key, data, warnings, part)
+    def logged(prof, key, data, warnings, part="host", direct=False):
+        ok = store(prof, key, data, warnings, part, direct)
         log.append((part, threading.current_thread() is threading.main_thread()))
+        log.direct[part] = direct
         return ok
 
     monkeypatch.setattr(cache, "store", logged)
@@ -192,6 +199,7 @@ def test_device_parts_are_cached_on_a_thread_before_the_index(two_devices: Path,
             f.unlink()
     export(prof, ExportOptions())
     assert log == [("device_0", pmu), ("device_1", True), ("host", False)]  # the index: on a thread, settled
+    assert log.direct == {"device_0": False, "device_1": False, "host": True}  # parts read back: in the page cache
     assert (cache.cache_dir(prof) / "device_1.pkl").is_file()
     monkeypatch.setattr(cache, "store", store)
     from msprof_py.parse import build
@@ -259,6 +267,7 @@ def test_one_device_part_and_index_are_cached_on_a_thread(one_device: Path, tmp_
     shutil.copytree(one_device, prof)
     export(prof, ExportOptions())
     assert log == [("device_0", False), ("host", False)]
+    assert log.direct == {"device_0": True, "host": True}  # (held in memory by the export: not read back)
     assert _outputs(prof) == whole
     monkeypatch.setattr(cache, "store", store)
     monkeypatch.setattr(build, "build_device", lambda *a: (_ for _ in ()).throw(AssertionError("parsed again")))
