@@ -40,7 +40,7 @@ try:
 except ImportError:  # not POSIX
     fcntl = None  # type: ignore[assignment]
 
-STAGE_BYTES = 4 << 20  # staging buffer of a file: what one direct write takes at most
+STAGE_BYTES = 1 << 20  # staging buffer of a file: what one direct write takes at most (as quick as 4 MiB here, 2.6 GB/s; a quarter of the memory per open writer)
 ALIGN = 4096  # file offsets, lengths and buffer addresses of direct writes / reads are multiples
 DIRECT_ENV = "MSPROF_PY_DIRECT_IO"  # "0": buffered writes only (direct ones are the default, see direct_io_on)
 DIRECT_MIN_BYTES_PER_S = 200e6  # the median direct write slower than this: buffered writes from then on
