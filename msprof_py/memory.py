@@ -23,11 +23,22 @@ system time, 381-388 MB peak; 32 MiB / default trim: 1.2 M, 3.8-4.5 s, 384-394 M
 trim: 0.8 M, 3.4 s, 434 MB; 256 MiB and no trim at all: 2.3 s but 489 MB (benchmarks/RESULTS.md).
 A threshold below 4 MiB costs more still (at 2 MiB: 12.9 s in the kernel).  Both are no-ops off
 glibc; ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` in the environment win.
+
+:func:`release_freed_memory` also stops numpy asking for transparent huge pages for its arrays of
+4 MB and more (``madvise(MADV_HUGEPAGE)``, numpy's default on Linux; :func:`no_huge_pages`).  Why: a
+huge page needs a free, aligned 2 MiB block, which on a VM with free page reporting is exactly what
+the guest has handed back to its host (and, with the kernel's THP defrag at ``madvise``, what it
+compacts memory for), so each one costs 512 host faults and often a compaction: touching 2 GiB of
+fresh memory took 3.5-4.7 s of system time in huge pages against 0.7-2.5 s in 4 KiB pages here, and
+the single-op million's first export after minutes of idleness 10.3-12.4 s (4.6-5.5 s of system time)
+against 8.7-9.1 s (2.6 s) without them; the tables are scanned column by column, so the TLB gains
+little (benchmarks/RESULTS.md, issue 12 phase 14).  ``NUMPY_MADVISE_HUGEPAGE`` in the environment wins.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import importlib
 import os
 from pathlib import Path
 
@@ -54,10 +65,11 @@ def _glibc() -> ctypes.CDLL | None:
 
 
 def release_freed_memory() -> bool:
-    """Pin glibc's mmap and trim thresholds (see the module doc) once per process; True when the
-    mmap threshold applies.  ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` in the
-    environment win (the user chose)."""
+    """Pin glibc's mmap and trim thresholds and stop numpy's huge pages (see the module doc) once
+    per process; True when the mmap threshold applies.  ``MALLOC_MMAP_THRESHOLD_`` /
+    ``MALLOC_TRIM_THRESHOLD_`` / ``NUMPY_MADVISE_HUGEPAGE`` in the environment win (the user chose)."""
     global _pinned
+    no_huge_pages()
     if _pinned or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return _pinned
     libc = _glibc()
@@ -67,6 +79,23 @@ def release_freed_memory() -> bool:
     if _pinned and "MALLOC_ARENA_MAX" not in os.environ:
         libc.mallopt(M_ARENA_MAX, 1)  # threads (the DB's, numpy's) share the one heap that is trimmed
     return _pinned
+
+
+def no_huge_pages() -> bool:
+    """numpy's arrays in 4 KiB pages from now on (no ``madvise(MADV_HUGEPAGE)``; see the module
+    doc), unless ``NUMPY_MADVISE_HUGEPAGE`` is set; True when numpy's switch was found and is off.
+    (numpy has no public call for it, only the environment variable read at its import; its
+    ``_set_madvise_hugepage`` has been there since numpy 1.20, under ``numpy._core`` since 2.0.)"""
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return False
+    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            module = importlib.import_module(name)
+            module._set_madvise_hugepage(False)
+        except (ImportError, AttributeError, TypeError):
+            continue
+        return True
+    return False
 
 
 def trim() -> None:

@@ -292,3 +292,19 @@ def test_blocks_written_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv(direct_io.DIRECT_ENV, "0")
     assert not direct_io.pwrite_blocks(path, data, 0, min_bytes=4096)
     assert path.read_bytes() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_process_keeps_what_was_measured_of_the_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DB process forked after the disk was found slow writes the plain way too (its own
+    pool and lock, the parent's rates and verdict)."""
+    for _ in range(direct_io._Stats.rates.maxlen):
+        direct_io._Stats.add(1 << 20, 0.1)  # 10 MB/s
+    assert direct_io._Stats.slow
+    pid = os.fork()
+    if pid == 0:  # the child: exit code 0 when it kept both
+        ok = direct_io._Stats.slow and len(direct_io._Stats.rates) == direct_io._Stats.rates.maxlen \
+            and not direct_io.direct_io_on()
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
