@@ -374,9 +374,8 @@ def pwrite_blocks(path: str | os.PathLike[str], data: Any, offset: int, min_byte
     """Write ``data`` at ``offset`` of the existing file ``path`` with ``O_DIRECT`` (through a
     pooled aligned buffer, :data:`STAGE_BYTES` at a time) when direct writes are on, ``offset`` and
     the length are multiples of :data:`ALIGN` and the data is at least ``min_bytes`` (default
-    :data:`STAGE_BYTES`; a small
-    write is cheaper buffered); returns False, having written nothing, otherwise (the caller then
-    writes it the plain way).  Why: the pages of a unified DB's big tables (~0.5 GB on the single-op
+    :data:`STAGE_BYTES`; a small write is cheaper buffered); returns False, having written nothing,
+    otherwise (the caller then writes it the plain way).  Why: the pages of a unified DB's big tables (~0.5 GB on the single-op
     million) would otherwise each take a fresh page-cache page (see :func:`direct_io_on`)."""
     view = memoryview(data).cast("B")
     n = len(view)

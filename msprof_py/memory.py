@@ -31,8 +31,8 @@ the guest has handed back to its host (and, with the kernel's THP defrag at ``ma
 compacts memory for), so each one costs 512 host faults and often a compaction: touching 2 GiB of
 fresh memory took 3.5-4.7 s of system time in huge pages against 0.7-2.5 s in 4 KiB pages here, and
 the single-op million's first export after minutes of idleness 10.3-12.4 s (4.6-5.5 s of system time)
-against 8.7-9.1 s (2.6 s) without them; the tables are scanned column by column, so the TLB gains
-little (benchmarks/RESULTS.md, issue 12 phase 14).  ``NUMPY_MADVISE_HUGEPAGE`` in the environment wins.
+against 8.7-9.1 s (2.6 s) without them; warm, with four times the page faults, B' ~0.2 s slower and
+the million the same (benchmarks/RESULTS.md, issue 12 phase 14).  ``NUMPY_MADVISE_HUGEPAGE`` in the environment wins.
 """
 from __future__ import annotations
 

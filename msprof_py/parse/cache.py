@@ -94,8 +94,10 @@ def _dump(f: Any, obj: Any, direct: bool = False) -> None:
         sink = _Sink(f)
         try:
             _dump(sink, obj)
-        finally:
             sink.finish()
+        except BaseException:
+            sink.release()  # (the file is removed by the caller's atomic_open)
+            raise
         return
     bufs: list[pickle.PickleBuffer] = []
     out = io.BytesIO()  # (the stream without the arrays' bytes: small)

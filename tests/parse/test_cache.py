@@ -214,3 +214,28 @@ def test_a_part_written_past_the_page_cache_has_the_same_bytes(tmp_path: Path, m
         got = cache.load(prof, "k", "device_0")
         pd.testing.assert_frame_equal(got["tasks"], part["tasks"])
     assert files[0] == files[1] and len(files[0]) > 4 * stage
+
+
+def test_a_full_disk_while_a_part_is_written_past_the_page_cache(tmp_path: Path, monkeypatch) -> None:
+    """The direct writes' ENOSPC is the usual warning; nothing is left in the cache folder."""
+    import errno
+
+    import numpy as np
+    import pandas as pd
+    from msprof_py import direct_io
+    from msprof_py.errors import WarningLog
+
+    monkeypatch.setattr(direct_io, "STAGE_BYTES", 4096)
+    monkeypatch.setenv(direct_io.DIRECT_ENV, "1")
+
+    def full(self, view, direct):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(direct_io._Sink, "_write", full)
+    prof = tmp_path / "PROF_1"
+    prof.mkdir()
+    warnings = WarningLog()
+    part = {"tasks": pd.DataFrame({"start_ns": np.arange(10_000, dtype=np.int64)})}
+    assert not cache.store(prof, "k", part, warnings, part="device_0", direct=True)
+    assert any("cannot write the parse cache" in m for m in warnings.messages)
+    assert not list(cache.cache_dir(prof).glob("*"))
