@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from msprof_py.export import db_btree, db_pages, pmu_db
 from msprof_py.export.db_btree import serial
 from msprof_py.export.db_pages import TablePages
+from tests.test_chunk_writer_direct import _direct_supported
 
 COLS = "(g INTEGER, name INTEGER, value NUMERIC)"  # TASK_PMU_INFO's affinities
 EDGE_INTS = [0, 1, -1, 2, 127, 128, -128, -129, 255, 256, 2**15 - 1, 2**15, -2**15, -2**15 - 1, 2**23 - 1, 2**23,
@@ -354,16 +355,5 @@ def test_pages_written_past_the_page_cache_store_what_sqlite_stores(tmp_path: Pa
     con = _through_pages(tmp_path / "c.db", cols, [7_000, 31_000, 59_999])
     con.close()
     assert (tmp_path / "b.db").read_bytes() == (tmp_path / "c.db").read_bytes()
-    assert went_direct and all(went_direct) == (direct == "1" and _o_direct(tmp_path)) and not any(calls[len(went_direct):])
+    assert went_direct and all(went_direct) == (direct == "1" and _direct_supported(tmp_path)) and not any(calls[len(went_direct):])
 
-
-def _o_direct(folder: Path) -> bool:
-    import os
-    flag = getattr(os, "O_DIRECT", 0)
-    if not flag:
-        return False
-    try:
-        os.close(os.open(folder / ".probe", os.O_WRONLY | os.O_CREAT | flag))
-    except OSError:
-        return False
-    return True
